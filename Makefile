@@ -1,0 +1,29 @@
+# The two commands of the README. Each makes a local virtual environment
+# (.venv) on first use and installs what it needs into it.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Where the full MNIST lives, if anywhere (the bundled sample is used otherwise).
+export TINYNET_DATA ?= $(if $(wildcard ../shared/data/mnist),$(abspath ../shared/data),)
+
+.PHONY: demo test venv bench clean
+
+$(VENV)/.installed: setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,plot]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(PY) examples/batch_size_sweep.py --preset quick --out runs/quick
+
+test: venv
+	$(PY) -m pytest -q
+
+bench: venv
+	$(PY) benchmarks/overhead.py
+
+clean:
+	rm -rf $(VENV) runs build *.egg-info .pytest_cache

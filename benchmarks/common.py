@@ -1,0 +1,66 @@
+"""Shared helpers of the benchmark scripts: thread pinning, timing, tables.
+
+Benchmarks report medians of repeated runs as *ratios* against a reference
+measured in the same process, because these machines are shared and noisy.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+
+def pin_threads(n: int = 1) -> None:
+    """Limit BLAS, Numba and PyTorch to ``n`` threads. Call before importing NumPy."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                "NUMBA_NUM_THREADS"):
+        os.environ[var] = str(n)
+    try:
+        import torch
+        torch.set_num_threads(n)
+    except ImportError:
+        pass
+
+
+def try_import_torch():
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def median_time(fn, repeat: int = 7, min_time: float = 0.05) -> float:
+    """Median seconds per call of ``fn`` over ``repeat`` rounds of ≥ ``min_time`` each."""
+    fn()                                   # warm up (compilation, caches)
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_time:
+            break
+        number *= 2
+    rounds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        rounds.append((time.perf_counter() - start) / number)
+    return statistics.median(rounds)
+
+
+def print_table(title: str, headers: list[str], rows: list[list]) -> None:
+    """A Markdown table, so that it can be pasted into docs and notes as is."""
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+        return str(v)
+    text = [[cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in text)) for i, h in enumerate(headers)]
+    print(f"\n{title}\n")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for r in text:
+        print("| " + " | ".join(v.ljust(w) for v, w in zip(r, widths)) + " |")

@@ -1,0 +1,86 @@
+"""Per-op overhead and a plain MLP forward+backward, tinynet vs PyTorch.
+
+    python benchmarks/overhead.py [--threads 1]
+
+Per-op overhead: a chain of small elementwise ops on a (4, 1000) array, forward
+and backward, divided by the number of ops. MLP: 784-1000-1000-10 with ReLU,
+log-softmax loss, forward + backward at batch 4 and 128. Each row is the
+median time and the ratio tinynet / PyTorch (< 1 means tinynet is faster).
+Targets (issue 2): per-op within 2x, MLP at batch 128 within 1.3x.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import median_time, pin_threads, print_table, try_import_torch  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--chain", type=int, default=100, help="ops in the chain")
+    args = parser.parse_args()
+    pin_threads(args.threads)
+
+    import numpy as np
+    import tinynet
+    from tinynet.ops import linear
+    torch = try_import_torch()
+
+    rng = np.random.default_rng(0)
+
+    def chain(lib, x):
+        y = x
+        for i in range(args.chain // 4):
+            y = (y * 0.5 + 0.25).tanh() - y
+        return y
+
+    def per_op(lib, make):
+        x = make(rng.standard_normal((4, 1000)).astype(np.float32))
+        def step():
+            x.grad = None
+            chain(lib, x).sum().backward()
+        return median_time(step) / args.chain
+
+    def mlp(lib, make, batch, functional):
+        sizes = [784, 1000, 1000, 10]
+        weights = [make(rng.standard_normal((o, i)).astype(np.float32) * 0.03) for i, o in zip(sizes, sizes[1:])]
+        biases = [make(np.zeros(o, np.float32)) for o in sizes[1:]]
+        x = make(rng.random((batch, 784)).astype(np.float32), grad=False)
+        target = rng.integers(0, 10, batch)
+        rows = np.arange(batch)
+        def step():
+            for p in weights + biases:
+                p.grad = None
+            h = x
+            for k, (w, b) in enumerate(zip(weights, biases)):
+                h = functional(h, w, b)
+                if k < 2:
+                    h = h.relu()
+            loss = -h.log_softmax(dim=1)[rows, target].mean()
+            loss.backward()
+        return median_time(step)
+
+    def make_tn(a, grad=True):
+        return tinynet.tensor(a, requires_grad=grad)
+
+    rows = []
+    ours = per_op(tinynet, make_tn)
+    ref = per_op(torch, lambda a, grad=True: torch.tensor(a, requires_grad=grad)) if torch else None
+    rows.append([f"per-op fwd+bwd, (4, 1000), chain of {args.chain}", ours * 1e6,
+                 ref * 1e6 if ref else "-", ours / ref if ref else "-", "2.0"])
+    for batch, target in [(4, "-"), (128, "1.3")]:
+        ours = mlp(tinynet, make_tn, batch, linear)
+        ref = mlp(torch, lambda a, grad=True: torch.tensor(a, requires_grad=grad), batch,
+                  torch.nn.functional.linear) if torch else None
+        rows.append([f"MLP 784-1000-1000-10 fwd+bwd, batch {batch}", ours * 1e6,
+                     ref * 1e6 if ref else "-", ours / ref if ref else "-", target])
+    print_table(f"tinynet vs PyTorch, {args.threads} thread(s), median µs",
+                ["case", "tinynet µs", "PyTorch µs", "ratio", "target ≤"], rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Reference kernels in plain NumPy/CuPy array code: the spec the fast kernels
+(``tinynet.kernels.cpu``, ``tinynet.kernels.cuda``) are tested against.
+
+Layer normalization (Ba, Kiros & Hinton, 2016, Eq. 4) normalizes each row
+``a`` of H summed inputs by its own statistics::
+
+    μ = (1/H) Σ_i a_i          σ = sqrt((1/H) Σ_i (a_i − μ)² + ε)
+    â_i = (a_i − μ) / σ        y_i = g_i â_i + b_i
+
+Arrays are 2-D: one row per sample (all leading axes flattened), H columns.
+``mean`` and ``rstd`` = 1/σ are returned per row, in float64, for the backward.
+
+Numerics: rows are shifted by their first element before the statistics are
+taken. For x = 10⁴ + 0.01·N(0, 1) in float32 the plain two-pass mean is off by
+about one float32 ulp of 10⁴ (≈ 10⁻³), which is 10 % of σ: x̂ comes out wrong
+by that much. The shifted row holds values of size σ, whose mean is exact to
+float32 precision; statistics are accumulated in float64 and the saved float64
+mean keeps x̂ accurate in the backward too.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tinynet.backend import get_array_module
+
+__all__ = ["layer_norm_forward", "layer_norm_backward", "adam_step"]
+
+
+def layer_norm_forward(x, gain, bias, eps):
+    """Normalize each row of ``x`` (rows, H); return ``(y, mean, rstd)``.
+
+    ``gain`` and ``bias`` have shape (H,), or are None for no affine step.
+    ``y`` has x's dtype; ``mean`` and ``rstd`` are float64, one per row.
+    """
+    shift = x[:, :1]
+    shifted = x - shift                                    # values of size σ, not 10⁴
+    shifted_mean = shifted.mean(axis=1, keepdims=True, dtype=np.float64)
+    centered = shifted - shifted_mean                      # a_i − μ, in float64
+    variance = (centered * centered).mean(axis=1, keepdims=True)
+    rstd = 1.0 / get_array_module(x).sqrt(variance + eps)  # 1/σ
+    x_hat = centered * rstd
+    y = x_hat if gain is None else x_hat * gain
+    y = y if bias is None else y + bias
+    mean = shift + shifted_mean
+    return y.astype(x.dtype), mean[:, 0], rstd[:, 0]
+
+
+def layer_norm_backward(dy, x, mean, rstd, gain):
+    """Gradients of layer_norm_forward: ``(dx, dgain, dbias)``.
+
+    With g = dy · gain and x̂ = (x − μ)/σ, differentiating through μ and σ gives::
+
+        dx = (1/σ) · (g − mean(g) − x̂ · mean(g · x̂))      per row
+        dgain = Σ_rows dy · x̂        dbias = Σ_rows dy
+
+    The two subtracted terms are why Σ_i dx_i = 0 and Σ_i dx_i x̂_i = 0 for
+    every row when gain = 1: the output cannot change if the input is shifted
+    or scaled along the row (the invariances of the paper's Table 1).
+    ``dgain`` and ``dbias`` are None when ``gain`` is None.
+    """
+    x_hat = (x - mean[:, None]) * rstd[:, None]            # float64
+    g = dy if gain is None else dy * gain
+    dx = rstd[:, None] * (g - g.mean(axis=1, keepdims=True)
+                          - x_hat * (g * x_hat).mean(axis=1, keepdims=True))
+    if gain is None:
+        return dx.astype(x.dtype), None, None
+    dgain = (dy * x_hat).sum(axis=0)
+    dbias = dy.sum(axis=0, dtype=np.float64)
+    return dx.astype(x.dtype), dgain.astype(gain.dtype), dbias.astype(gain.dtype)
+
+
+def adam_step(param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps,
+              weight_decay):
+    """One Adam update in place, with PyTorch's exact rule (``torch.optim.Adam``)::
+
+        g ← g + λ θ                        (if weight_decay λ > 0)
+        m ← β₁ m + (1 − β₁) g              v ← β₂ v + (1 − β₂) g²
+        θ ← θ − (lr / (1 − β₁ᵗ)) · m / (sqrt(v) / sqrt(1 − β₂ᵗ) + ε)
+    """
+    xp = get_array_module(param)
+    if weight_decay:
+        grad = grad + weight_decay * param
+    exp_avg *= beta1
+    exp_avg += (1 - beta1) * grad
+    exp_avg_sq *= beta2
+    exp_avg_sq += (1 - beta2) * grad * grad
+    step_size = lr / (1 - beta1 ** step)
+    denom = xp.sqrt(exp_avg_sq)
+    denom /= np.sqrt(1 - beta2 ** step)
+    denom += eps
+    param -= step_size * exp_avg / denom

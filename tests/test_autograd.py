@@ -1,0 +1,151 @@
+"""The engine: topological order, accumulation, graph freeing, no_grad."""
+import numpy as np
+import pytest
+
+import tinynet
+from tinynet.autograd import topological_order
+
+
+def test_chain_of_100000_ops_backprops_without_recursion():
+    x = tinynet.tensor([1.0], dtype=np.float64, requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0001
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0001 ** 100_000], rtol=1e-9)
+
+
+def test_diamond_graph_sums_both_paths():
+    x = tinynet.tensor([2.0, 3.0], requires_grad=True)
+    a = x * 3
+    b = x * x
+    (a + b).sum().backward()          # d/dx (3x + x²) = 3 + 2x
+    np.testing.assert_allclose(x.grad.numpy(), [7.0, 9.0])
+
+
+def test_topological_order_puts_each_node_before_its_inputs():
+    x = tinynet.tensor([1.0], requires_grad=True)
+    a = x * 2
+    b = a + x
+    c = b * a
+    order = topological_order(c.grad_fn)
+    position = {node: i for i, node in enumerate(order)}
+    assert order[0] is c.grad_fn
+    assert position[b.grad_fn] < position[a.grad_fn]
+
+
+def test_second_backward_accumulates():
+    x = tinynet.tensor([1.0, -2.0], requires_grad=True)
+    (x * x).sum().backward()
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4.0, -8.0])
+
+
+def test_retain_graph_allows_second_backward_and_accumulates():
+    x = tinynet.tensor([3.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [12.0])
+
+
+def test_backward_through_freed_graph_raises():
+    x = tinynet.tensor([3.0], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+
+
+def test_non_scalar_backward_needs_grad():
+    x = tinynet.ones(3, requires_grad=True)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="scalar"):
+        y.backward()
+    y.backward(tinynet.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+
+
+def test_backward_grad_of_wrong_shape_raises():
+    x = tinynet.ones(3, requires_grad=True)
+    with pytest.raises(ValueError, match=r"\(2,\).*\(3,\)"):
+        (x * 2).backward(tinynet.ones(2))
+
+
+def test_backward_without_requires_grad_raises():
+    x = tinynet.ones(3)
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        (x * 2).sum().backward()
+
+
+def test_backward_on_a_leaf_sets_its_grad():
+    x = tinynet.tensor(2.0, requires_grad=True)
+    x.backward()
+    assert x.grad.item() == 1.0
+
+
+def test_requires_grad_propagation():
+    a = tinynet.ones(2, requires_grad=True)
+    b = tinynet.ones(2)
+    assert (a + b).requires_grad and not (b + b).requires_grad
+    assert not (a + b).is_leaf and a.is_leaf
+    assert not a.detach().requires_grad
+    assert not (a > 0).requires_grad
+
+
+def test_no_grad_context_and_decorators():
+    a = tinynet.ones(2, requires_grad=True)
+    with tinynet.no_grad():
+        assert not (a * 2).requires_grad
+        with tinynet.enable_grad():
+            assert (a * 2).requires_grad
+    assert (a * 2).requires_grad
+
+    @tinynet.no_grad()
+    def with_parens(t):
+        return t * 2
+
+    @tinynet.no_grad
+    def without_parens(t):
+        return t * 2
+
+    assert not with_parens(a).requires_grad
+    assert not without_parens(a).requires_grad
+    assert tinynet.is_grad_enabled()
+
+
+def test_no_grad_restores_mode_after_exception():
+    with pytest.raises(ZeroDivisionError):
+        with tinynet.no_grad():
+            1 / 0
+    assert tinynet.is_grad_enabled()
+
+
+def test_integer_tensor_cannot_require_grad():
+    with pytest.raises(RuntimeError, match="floating point"):
+        tinynet.tensor(np.arange(3), requires_grad=True)
+    with pytest.raises(RuntimeError, match="floating point"):
+        tinynet.arange(3).requires_grad_()
+
+
+def test_shared_gradient_arrays_are_not_aliased_between_leaves():
+    a = tinynet.ones(3, requires_grad=True)
+    b = tinynet.ones(3, requires_grad=True)
+    (a + b).sum().backward()
+    a.grad.numpy()[:] = 5.0
+    np.testing.assert_allclose(b.grad.numpy(), 1.0)
+
+
+def test_grad_of_unused_leaf_stays_none():
+    a = tinynet.ones(3, requires_grad=True)
+    b = tinynet.ones(3, requires_grad=True)
+    (a * 2).sum().backward()
+    assert b.grad is None
+
+
+def test_graph_is_freed_after_backward():
+    x = tinynet.ones(3, requires_grad=True)
+    y = (x.exp() * 2).sum()
+    node = y.grad_fn
+    y.backward()
+    assert node.freed and not hasattr(node, "inputs")

@@ -1,0 +1,22 @@
+"""tinynet: a small tensor and autograd framework, written to be read.
+
+Its subject is Layer Normalization (Ba, Kiros & Hinton, 2016). The pieces:
+
+* :mod:`tinynet.tensor` and :mod:`tinynet.autograd`: the Tensor and the engine;
+* :mod:`tinynet.ops`: every differentiable operation, one Function each;
+* :mod:`tinynet.backend`: NumPy on the CPU, CuPy on the GPU, kernel tables;
+* :mod:`tinynet.kernels`: the LayerNorm kernels (NumPy reference, Numba CPU/CUDA).
+"""
+from . import backend
+from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .backend import cuda_is_available, get_array_module, use_reference_kernels
+from .creation import (arange, bool_, empty, float32, float64, from_numpy, full,
+                       full_like, int32, int64, manual_seed, ones, ones_like, rand,
+                       rand_like, randn, randn_like, tensor, zeros, zeros_like)
+from .ops import (abs, argmax, argmin, cat, chunk, clamp, clip, concatenate, exp, flatten,
+                  log, log_softmax, logsumexp, matmul, max, maximum, mean, min, minimum,
+                  permute, relu, reshape, sigmoid, softmax, split, sqrt, squeeze, stack,
+                  std, sum, tanh, transpose, unsqueeze, var, where)
+
+__version__ = "0.1.0"

@@ -1,0 +1,256 @@
+"""Reverse-mode automatic differentiation.
+
+Every differentiable operation is a :class:`Function` with two static methods
+on *raw arrays* (NumPy or CuPy):
+
+* ``forward(ctx, *inputs, **params) -> output`` computes the result and stores
+  in ``ctx`` whatever the backward pass will need;
+* ``backward(ctx, grad_output) -> grad per input`` applies the chain rule:
+  given dL/d(output) it returns dL/d(input) for every positional input
+  (``None`` where an input needs no gradient).
+
+``Function.apply`` runs ``forward`` and, when gradients are wanted, records
+the call as a node of the graph: the ``ctx`` object remembers the function and
+its input tensors. ``Tensor.backward`` then walks the graph from the output
+back to the leaves in reverse topological order (built iteratively, so a chain
+of 100,000 ops needs no recursion), summing the gradients that reach each node
+and accumulating the ones that reach leaves into ``leaf.grad``.
+
+Only first-order gradients are supported: backward code works on arrays, so
+it is not itself recorded (no double backward).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as _np
+
+from . import backend as _backend
+from . import tensor as _tensor
+
+__all__ = ["Function", "Context", "no_grad", "enable_grad", "set_grad_enabled",
+           "is_grad_enabled", "unbroadcast", "run_backward"]
+
+_grad_enabled = True
+
+
+def is_grad_enabled() -> bool:
+    return _grad_enabled
+
+
+class set_grad_enabled(contextlib.ContextDecorator):
+    """Turn graph recording on or off, as a context manager or a decorator."""
+
+    def __init__(self, mode: bool):
+        self.mode = bool(mode)
+        self._previous = []
+
+    def __enter__(self):
+        global _grad_enabled
+        self._previous.append(_grad_enabled)
+        _grad_enabled = self.mode
+        return self
+
+    def __exit__(self, *exc):
+        global _grad_enabled
+        _grad_enabled = self._previous.pop()
+        return False
+
+
+class no_grad(set_grad_enabled):
+    """Disable graph recording: ``with tinynet.no_grad(): ...`` or ``@no_grad``.
+
+    Like PyTorch, it can decorate a function with or without parentheses.
+    """
+
+    def __new__(cls, func=None):
+        self = super().__new__(cls)
+        if callable(func):
+            self.__init__()
+            return self(func)
+        return self
+
+    def __init__(self, func=None):
+        super().__init__(False)
+
+
+class enable_grad(set_grad_enabled):
+    """Re-enable graph recording inside a ``no_grad`` region."""
+
+    def __init__(self):
+        super().__init__(True)
+
+
+class Context:
+    """What one call of a Function remembers: a node of the graph.
+
+    ``fn`` and ``inputs`` link the node into the graph; anything the backward
+    needs is stored as an attribute or through :meth:`save_for_backward`.
+    After a backward pass the node is freed (all of this is dropped) unless
+    ``retain_graph=True`` was given.
+    """
+
+    freed = False
+
+    def save_for_backward(self, *arrays):
+        self.saved = arrays
+
+    def needs_input_grad(self, i: int) -> bool:
+        """Whether positional input ``i`` wants a gradient (skip work if not)."""
+        x = self.inputs[i]
+        return isinstance(x, _tensor.Tensor) and x._requires_grad
+
+    def free(self):
+        fn = self.fn
+        self.__dict__.clear()
+        self.fn, self.freed = fn, True
+
+
+class Function:
+    """Base class of every differentiable operation (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, *inputs, **params):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *inputs, **params):
+        """Run ``forward`` on the inputs' arrays; record a graph node if needed.
+
+        Inputs may be Tensors or constants (Python numbers, arrays); only
+        Tensors with ``requires_grad`` receive gradients.
+        """
+        Tensor = _tensor.Tensor
+        arrays = []
+        requires_grad = False
+        for x in inputs:
+            if isinstance(x, Tensor):
+                arrays.append(x.data)
+                requires_grad = requires_grad or x._requires_grad
+            else:
+                arrays.append(x)
+        if _backend._cupy is not None:
+            _check_same_device(cls, arrays)
+        ctx = Context()
+        output = cls.forward(ctx, *arrays, **params)
+        if isinstance(output, _np.generic):      # NumPy turns 0-d results into scalars
+            output = _np.asarray(output)
+        if requires_grad and _grad_enabled:
+            ctx.fn = cls
+            ctx.inputs = inputs
+            return Tensor._make(output, True, ctx)
+        return Tensor._make(output, False, None)
+
+
+def _check_same_device(fn, arrays):
+    devices = {_backend.device_of(a) for a in arrays if hasattr(a, "shape")}
+    if len(devices) > 1:
+        raise RuntimeError(
+            f"{fn.__name__}: expected all tensors on the same device, but found "
+            f"tensors on {' and '.join(sorted(devices))}")
+
+
+def unbroadcast(grad, shape):
+    """Sum ``grad`` over the axes along which an input of ``shape`` was broadcast.
+
+    Broadcasting copies an input along new leading axes and along axes of
+    length 1; the gradient of a copy is the sum of the copies' gradients.
+    """
+    if grad.shape == shape:
+        return grad
+    extra = grad.ndim - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape)
+
+
+# ----------------------------------------------------------------------------
+# The backward pass
+# ----------------------------------------------------------------------------
+
+def _parent_nodes(node):
+    if node.freed:
+        return ()
+    return [x._node for x in node.inputs
+            if isinstance(x, _tensor.Tensor) and x._node is not None]
+
+
+def topological_order(root):
+    """Nodes reachable from ``root``, each before the nodes it depends on.
+
+    An iterative depth-first search (an explicit stack instead of recursion)
+    emits each node after all of its parents; reversing that post-order puts
+    the root first.
+    """
+    order = []
+    visited = {root}
+    stack = [(root, iter(_parent_nodes(root)))]
+    while stack:
+        node, parents = stack[-1]
+        for parent in parents:
+            if parent not in visited:
+                visited.add(parent)
+                stack.append((parent, iter(_parent_nodes(parent))))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    order.reverse()
+    return order
+
+
+def run_backward(root, grad=None, retain_graph=False):
+    """Accumulate d(root)/d(leaf) into ``leaf.grad`` for every leaf that requires it."""
+    if not root._requires_grad:
+        raise RuntimeError(
+            "backward() called on a tensor that does not require grad: no input "
+            "of the computation had requires_grad=True (or it ran under no_grad)")
+    if grad is None:
+        if root.data.size != 1:
+            raise RuntimeError(
+                f"backward() on a tensor of shape {tuple(root.shape)} needs a grad "
+                "argument of the same shape: an implicit gradient exists only for "
+                "scalar outputs")
+        grad = _backend.get_array_module(root.data).ones_like(root.data)
+    else:
+        grad = grad.data if isinstance(grad, _tensor.Tensor) else grad
+        if tuple(grad.shape) != tuple(root.shape):
+            raise ValueError(
+                f"backward(): grad has shape {tuple(grad.shape)} but the tensor "
+                f"has shape {tuple(root.shape)}")
+
+    stored = set()   # ids of arrays handed to a leaf: never hand one over twice
+    if root._node is None:
+        root._accumulate_grad(grad, stored)
+        return
+
+    grads = {root._node: grad}
+    for node in topological_order(root._node):
+        grad_out = grads.pop(node, None)
+        if grad_out is None:
+            continue
+        if node.freed:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time: its saved "
+                "values were freed after the first backward. Call "
+                "backward(retain_graph=True) the first time if you need to.")
+        input_grads = node.fn.backward(node, grad_out)
+        if not isinstance(input_grads, tuple):
+            input_grads = (input_grads,)
+        for x, g in zip(node.inputs, input_grads):
+            if g is None or not isinstance(x, _tensor.Tensor) or not x._requires_grad:
+                continue
+            if x._node is None:
+                x._accumulate_grad(g, stored)
+            else:
+                previous = grads.get(x._node)
+                grads[x._node] = g if previous is None else previous + g
+        if not retain_graph:
+            node.free()
+

@@ -1,0 +1,159 @@
+"""Making tensors: ``tensor``, ``zeros``, ``randn``... with PyTorch's signatures.
+
+Random factories draw from the device's generator, seeded for every device at
+once by :func:`tinynet.manual_seed`.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import backend as _backend
+from .tensor import Tensor
+
+__all__ = ["tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
+           "rand", "randn", "zeros_like", "ones_like", "full_like", "rand_like",
+           "randn_like", "manual_seed", "float32", "float64", "int64", "int32", "bool_"]
+
+float32 = np.float32
+float64 = np.float64
+int32 = np.int32
+int64 = np.int64
+bool_ = np.bool_
+
+DEFAULT_DTYPE = np.float32
+
+
+def _to_array(data, dtype=None, device=None):
+    """The array behind ``tensor(data, dtype, device)``.
+
+    A NumPy (or CuPy) array keeps its dtype unless one is given; Python
+    numbers and (nested) lists become float32, the default dtype.
+    """
+    if isinstance(data, Tensor):
+        data = data.data
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    elif not hasattr(data, "dtype") or isinstance(data, np.generic):
+        if isinstance(data, (bool, np.bool_)):
+            dtype = np.dtype(np.bool_)
+        else:
+            dtype = np.dtype(DEFAULT_DTYPE)
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+        raise TypeError("tensor() of a list of Tensors: use tinynet.stack instead")
+    target = device if device is not None else _backend.device_of(data)
+    array = _backend.get_backend(target).asarray(data, dtype=dtype)
+    if array.dtype == object:
+        raise TypeError(f"cannot make a tensor from {type(data).__name__} data")
+    return array
+
+
+def tensor(data, dtype=None, requires_grad=False, device="cpu") -> Tensor:
+    """A new leaf tensor holding a copy of ``data`` (as ``torch.tensor``)."""
+    array = _to_array(data, dtype, device)
+    if isinstance(data, Tensor) or array is data:
+        array = array.copy()
+    return Tensor._make_leaf(array, requires_grad)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with a NumPy array (dtype kept)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    return Tensor._make_leaf(array, False)
+
+
+def _shape(size) -> tuple:
+    if len(size) == 1 and not isinstance(size[0], numbers.Integral):
+        size = tuple(size[0])
+    return tuple(int(n) for n in size)
+
+
+def _float_dtype(dtype, name):
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"{name} makes float32 or float64 tensors, not {dtype}")
+    return dtype
+
+
+def _factory(make):
+    """Shared signature of the shape factories: ``(*size, dtype, device, requires_grad)``."""
+    def factory(*size, dtype=None, device="cpu", requires_grad=False):
+        b = _backend.get_backend(device)
+        array = make(b, _shape(size), np.dtype(dtype or DEFAULT_DTYPE))
+        return Tensor._make_leaf(array, requires_grad)
+    factory.__name__ = make.__name__
+    factory.__doc__ = make.__doc__
+    return factory
+
+
+@_factory
+def zeros(b, shape, dtype):
+    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
+    return b.xp.zeros(shape, dtype)
+
+
+@_factory
+def ones(b, shape, dtype):
+    """A tensor of ones."""
+    return b.xp.ones(shape, dtype)
+
+
+@_factory
+def empty(b, shape, dtype):
+    """An uninitialised tensor."""
+    return b.xp.empty(shape, dtype)
+
+
+@_factory
+def rand(b, shape, dtype):
+    """Uniform samples from [0, 1), from the seeded generator."""
+    return b.rng.random(shape, dtype=_float_dtype(dtype, "rand"))
+
+
+@_factory
+def randn(b, shape, dtype):
+    """Standard normal samples, from the seeded generator."""
+    return b.rng.standard_normal(shape, dtype=_float_dtype(dtype, "randn"))
+
+
+def full(size, fill_value, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    b = _backend.get_backend(device)
+    array = b.xp.full(tuple(size), fill_value, np.dtype(dtype or DEFAULT_DTYPE))
+    return Tensor._make_leaf(array, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """``arange(end)`` or ``arange(start, end, step)``; int64 for integer arguments."""
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = np.int64 if integral else DEFAULT_DTYPE
+    array = _backend.get_backend(device).xp.arange(start, end, step, dtype=np.dtype(dtype))
+    return Tensor._make_leaf(array, requires_grad)
+
+
+def _like(factory):
+    def like(t, dtype=None, device=None, requires_grad=False):
+        return factory(*t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                       requires_grad=requires_grad)
+    like.__name__ = factory.__name__ + "_like"
+    like.__doc__ = f"``{factory.__name__}`` with the shape, dtype and device of ``t``."
+    return like
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+rand_like = _like(rand)
+randn_like = _like(randn)
+
+
+def full_like(t, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed every device's generator: runs become repeatable."""
+    _backend.manual_seed(seed)

@@ -1,0 +1,384 @@
+"""Elementwise operations, with NumPy broadcasting.
+
+Each backward returns the local derivative times the incoming gradient,
+summed back to the input's shape by :func:`~tinynet.autograd.unbroadcast`
+when the input was broadcast. Python numbers are constants: they get no
+gradient and do not change the tensor's dtype (float32 stays float32).
+"""
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from ..autograd import Function, unbroadcast
+from ..backend import get_array_module
+from ..tensor import Tensor
+
+__all__ = ["add", "sub", "mul", "div", "pow", "neg", "maximum", "minimum", "where",
+           "clip", "clamp", "compare", "exp", "log", "sqrt", "abs", "tanh", "sigmoid",
+           "relu"]
+
+
+def operand(x):
+    """A Tensor or a Python number; arrays become constant tensors."""
+    if isinstance(x, (Tensor, numbers.Number)) and not isinstance(x, np.generic):
+        return x
+    if isinstance(x, np.generic):
+        return x.item()
+    if hasattr(x, "__array_interface__") or hasattr(x, "__cuda_array_interface__"):
+        return Tensor._make(x)
+    raise TypeError(f"unsupported operand of type {type(x).__name__}")
+
+
+def _shape(x):
+    return getattr(x, "shape", None)     # None for Python numbers
+
+
+def _grad_for(grad, shape):
+    return None if shape is None else unbroadcast(grad, shape)
+
+
+def broadcast(name, op, a, b):
+    """``op(a, b)`` with a clear error when the shapes do not broadcast."""
+    try:
+        return op(a, b)
+    except ValueError:
+        raise ValueError(
+            f"{name}: shapes {tuple(_shape(a))} and {tuple(_shape(b))} cannot be "
+            "broadcast together") from None
+
+
+# ----------------------------------------------------------------- binary ops
+
+class Add(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (_shape(a), _shape(b))
+        return broadcast("add", operator.add, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape_a, shape_b = ctx.shapes
+        return _grad_for(grad, shape_a), _grad_for(grad, shape_b)
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (_shape(a), _shape(b))
+        return broadcast("sub", operator.sub, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape_a, shape_b = ctx.shapes
+        return _grad_for(grad, shape_a), None if shape_b is None else unbroadcast(-grad, shape_b)
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return broadcast("mul", operator.mul, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved
+        grad_a = _grad_for(grad * b, _shape(a)) if ctx.needs_input_grad(0) else None
+        grad_b = _grad_for(grad * a, _shape(b)) if ctx.needs_input_grad(1) else None
+        return grad_a, grad_b
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        out = broadcast("div", operator.truediv, a, b)
+        ctx.save_for_backward(b, out)
+        ctx.shapes = (_shape(a), _shape(b))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        b, out = ctx.saved
+        shape_a, shape_b = ctx.shapes
+        grad_a = _grad_for(grad / b, shape_a) if ctx.needs_input_grad(0) else None
+        grad_b = _grad_for(-grad * out / b, shape_b) if ctx.needs_input_grad(1) else None
+        return grad_a, grad_b
+
+
+class Pow(Function):
+    """a ** b: d/da = b a^(b-1), d/db = a^b log a."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        out = broadcast("pow", operator.pow, a, b)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, out = ctx.saved
+        grad_a = grad_b = None
+        if ctx.needs_input_grad(0):
+            grad_a = _grad_for(grad * b * a ** (b - 1), _shape(a))
+        if ctx.needs_input_grad(1):
+            xp = get_array_module(out)
+            grad_b = _grad_for(grad * out * xp.log(a), _shape(b))
+        return grad_a, grad_b
+
+
+class Maximum(Function):
+    """Elementwise max; at ties each input gets half the gradient (as PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        xp = get_array_module(a, b)
+        ctx.save_for_backward(a, b)
+        return broadcast("maximum", xp.maximum, a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved
+        half = grad.dtype.type(0.5)
+        share_a = (a > b).astype(grad.dtype) + (a == b).astype(grad.dtype) * half
+        return (_grad_for(grad * share_a, _shape(a)),
+                _grad_for(grad * (1 - share_a), _shape(b)))
+
+
+class Where(Function):
+    """``where(condition, a, b)``: the gradient follows the chosen branch."""
+
+    @staticmethod
+    def forward(ctx, condition, a, b):
+        xp = get_array_module(condition, a, b)
+        ctx.condition = condition
+        ctx.shapes = (_shape(a), _shape(b))
+        try:
+            return xp.where(condition, a, b)
+        except ValueError:
+            raise ValueError(
+                f"where: condition {tuple(condition.shape)}, a {_shape(a)} and "
+                f"b {_shape(b)} cannot be broadcast together") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = get_array_module(grad)
+        shape_a, shape_b = ctx.shapes
+        zero = grad.dtype.type(0)
+        return (None,
+                _grad_for(xp.where(ctx.condition, grad, zero), shape_a),
+                _grad_for(xp.where(ctx.condition, zero, grad), shape_b))
+
+
+class Clip(Function):
+    """Clamp to [low, high]; the gradient passes where low <= x <= high."""
+
+    @staticmethod
+    def forward(ctx, x, low, high):
+        xp = get_array_module(x)
+        ctx.save_for_backward(x)
+        ctx.bounds = (low, high)
+        return xp.clip(x, low, high)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved
+        low, high = ctx.bounds
+        inside = True
+        if low is not None:
+            inside = x >= low
+        if high is not None:
+            inside = inside & (x <= high)
+        return grad * inside, None, None
+
+
+def add(a, b):
+    return Add.apply(operand(a), operand(b))
+
+
+def sub(a, b):
+    return Sub.apply(operand(a), operand(b))
+
+
+def mul(a, b):
+    return Mul.apply(operand(a), operand(b))
+
+
+def div(a, b):
+    return Div.apply(operand(a), operand(b))
+
+
+def pow(a, b):
+    return Pow.apply(operand(a), operand(b))
+
+
+def neg(x):
+    return Neg.apply(x)
+
+
+def maximum(a, b):
+    return Maximum.apply(operand(a), operand(b))
+
+
+def minimum(a, b):
+    return -maximum(-operand(a), -operand(b))
+
+
+def where(condition, a, b):
+    if isinstance(condition, Tensor):
+        condition = condition.data
+    return Where.apply(condition, operand(a), operand(b))
+
+
+def clip(x, min=None, max=None):
+    if min is None and max is None:
+        raise ValueError("clip: at least one of min and max must be given")
+    return Clip.apply(x, min, max)
+
+
+clamp = clip
+
+_COMPARISONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt,
+                "ge": operator.ge, "eq": operator.eq, "ne": operator.ne}
+
+
+def compare(name, a, b):
+    """A boolean tensor, outside the graph (comparisons have no gradient)."""
+    a, b = operand(a), operand(b)
+    a = a.data if isinstance(a, Tensor) else a
+    b = b.data if isinstance(b, Tensor) else b
+    return Tensor._make(broadcast(name, _COMPARISONS[name], a, b))
+
+
+# ------------------------------------------------------------------ unary ops
+
+class Neg(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return -x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Exp(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = get_array_module(x).exp(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved
+        return grad * out
+
+
+class Log(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return get_array_module(x).log(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved
+        return grad / x
+
+
+class Sqrt(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = get_array_module(x).sqrt(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved
+        return grad / (2 * out)
+
+
+class Abs(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return get_array_module(x).abs(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved
+        return grad * get_array_module(x).sign(x)
+
+
+class Tanh(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = get_array_module(x).tanh(x)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved
+        return grad * (1 - out * out)
+
+
+class Sigmoid(Function):
+    """σ(x) = 1 / (1 + e^-x), computed as (1 + tanh(x/2)) / 2: no overflow."""
+
+    @staticmethod
+    def forward(ctx, x):
+        out = get_array_module(x).tanh(x * 0.5)
+        out *= 0.5
+        out += 0.5
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved
+        return grad * out * (1 - out)
+
+
+class Relu(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = get_array_module(x).maximum(x, 0)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved
+        return grad * (out > 0)
+
+
+def exp(x):
+    return Exp.apply(x)
+
+
+def log(x):
+    return Log.apply(x)
+
+
+def sqrt(x):
+    return Sqrt.apply(x)
+
+
+def abs(x):
+    return Abs.apply(x)
+
+
+def tanh(x):
+    return Tanh.apply(x)
+
+
+def sigmoid(x):
+    return Sigmoid.apply(x)
+
+
+def relu(x):
+    return Relu.apply(x)

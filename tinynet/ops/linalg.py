@@ -1,0 +1,94 @@
+"""Matrix products: ``matmul`` (NumPy's rules, batched) and the fused ``linear``."""
+from __future__ import annotations
+
+from ..autograd import Function, unbroadcast
+from .elementwise import operand
+
+__all__ = ["matmul", "linear"]
+
+
+def _swap_last(a):
+    return a.swapaxes(-1, -2)
+
+
+class Matmul(Function):
+    """a @ b with NumPy's rules: 1-D operands are promoted to a row (a) or a
+    column (b) for the product, leading (batch) axes broadcast.
+
+    With C = A B: dA = dC Bᵀ and dB = Aᵀ dC, each summed over broadcast batch axes.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError("matmul: both operands need at least one dimension")
+        inner_a = a.shape[-1]
+        inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+        if inner_a != inner_b:
+            raise ValueError(
+                f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} are not aligned "
+                f"({inner_a} != {inner_b})")
+        ctx.save_for_backward(a, b)
+        try:
+            return a @ b
+        except ValueError:
+            raise ValueError(
+                f"matmul: batch dimensions of {tuple(a.shape)} and {tuple(b.shape)} "
+                "cannot be broadcast together") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved
+        if a.ndim == 1 and b.ndim == 1:                 # a dot product
+            return grad * b, grad * a
+        a2 = a[None, :] if a.ndim == 1 else a          # (…, n, k)
+        b2 = b[:, None] if b.ndim == 1 else b          # (…, k, m)
+        if a.ndim == 1:
+            grad = grad[..., None, :]
+        if b.ndim == 1:
+            grad = grad[..., None]
+        grad_a = grad_b = None
+        if ctx.needs_input_grad(0):
+            grad_a = unbroadcast(grad @ _swap_last(b2), a2.shape).reshape(a.shape)
+        if ctx.needs_input_grad(1):
+            grad_b = unbroadcast(_swap_last(a2) @ grad, b2.shape).reshape(b.shape)
+        return grad_a, grad_b
+
+
+class Linear(Function):
+    """y = x Wᵀ + b in one node (W has shape (out, in), as in PyTorch).
+
+    dx = dy W, dW = dyᵀ x, db = Σ_rows dy; leading axes of x are batch axes.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        if x.ndim == 0 or x.shape[-1] != weight.shape[1]:
+            raise ValueError(
+                f"linear: input of shape {tuple(x.shape)} does not match weight of "
+                f"shape {tuple(weight.shape)} (expected last input dimension "
+                f"{weight.shape[1]})")
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        out = x @ weight.T
+        if bias is not None:
+            out += bias
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved
+        grad2 = grad.reshape(-1, grad.shape[-1])
+        grad_x = grad @ weight if ctx.needs_input_grad(0) else None
+        grad_w = grad2.T @ x.reshape(-1, x.shape[-1]) if ctx.needs_input_grad(1) else None
+        grad_b = grad2.sum(axis=0) if ctx.has_bias and ctx.needs_input_grad(2) else None
+        return grad_x, grad_w, grad_b
+
+
+def matmul(a, b):
+    return Matmul.apply(operand(a), operand(b))
+
+
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias``, as ``torch.nn.functional.linear``."""
+    return Linear.apply(x, weight, bias)

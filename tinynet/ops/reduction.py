@@ -1,0 +1,295 @@
+"""Reductions over axes: sum, mean, var, max/min, logsumexp, softmax.
+
+Dimensions follow PyTorch (``dim``, ``keepdim``); NumPy's ``axis`` and
+``keepdims`` are accepted as aliases. The backward of a reduction copies the
+incoming gradient back along the reduced axes (``_expand``).
+"""
+from __future__ import annotations
+
+import builtins
+import numbers
+from collections import namedtuple
+
+import numpy as np
+
+from ..autograd import Function
+from ..backend import get_array_module
+from ..tensor import Tensor
+
+__all__ = ["sum", "mean", "var", "std", "max", "min", "argmax", "argmin",
+           "logsumexp", "softmax", "log_softmax", "resolve_dims", "normalize_axis"]
+
+MaxResult = namedtuple("MaxResult", ["values", "indices"])
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    """A non-negative axis, or an ``IndexError`` naming the valid range."""
+    size = builtins.max(ndim, 1)
+    if not isinstance(axis, numbers.Integral) or not -size <= axis < size:
+        raise IndexError(
+            f"dimension {axis} is out of range for a tensor with {ndim} dimensions "
+            f"(expected an integer in [{-size}, {size - 1}])")
+    return int(axis) % size
+
+
+def resolve_dims(x, dim, keepdim, axis=None, keepdims=None):
+    """Merge the PyTorch and NumPy spellings; return (axes tuple or None, keepdim)."""
+    if axis is not None:
+        if dim is not None:
+            raise TypeError("give either dim or axis, not both")
+        dim = axis
+    if keepdims is not None:
+        keepdim = keepdims
+    if dim is None:
+        return None, bool(keepdim)
+    dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
+    axes = tuple(normalize_axis(d, x.ndim) for d in dims)
+    if len(set(axes)) != len(axes):
+        raise ValueError(f"dimension repeated in {dim}")
+    return axes, bool(keepdim)
+
+
+def _expand(grad, shape, axes, keepdim):
+    """Broadcast the gradient of a reduction back to the input's shape."""
+    xp = get_array_module(grad)
+    if not keepdim:
+        grad = grad.reshape([1 if axes is None or i in axes else n
+                             for i, n in enumerate(shape)])
+    return xp.broadcast_to(grad, shape)
+
+
+def _count(shape, axes):
+    if axes is None:
+        return int(np.prod(shape))
+    return int(np.prod([shape[a] for a in axes]))
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        ctx.meta = (x.shape, axes, keepdim)
+        return x.sum(axis=axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _expand(grad, *ctx.meta), None, None
+
+
+class Mean(Function):
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        ctx.meta = (x.shape, axes, keepdim)
+        return x.mean(axis=axes, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, axes, _ = ctx.meta
+        return _expand(grad / _count(shape, axes), *ctx.meta), None, None
+
+
+class Var(Function):
+    """Variance with Bessel's ``correction`` (1: unbiased, 0: biased)."""
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim, correction):
+        deviation = x - x.mean(axis=axes, keepdims=True)
+        dof = _count(x.shape, axes) - correction
+        if dof <= 0:
+            raise ValueError(
+                f"var: {_count(x.shape, axes)} value(s) per reduction with correction "
+                f"{correction} leaves no degrees of freedom")
+        ctx.save_for_backward(deviation)
+        ctx.meta = (x.shape, axes, keepdim, dof)
+        return (deviation * deviation).sum(axis=axes, keepdims=keepdim) / dof
+
+    @staticmethod
+    def backward(ctx, grad):
+        (deviation,) = ctx.saved
+        shape, axes, keepdim, dof = ctx.meta
+        return _expand(grad, shape, axes, keepdim) * deviation * (2 / dof), None, None, None
+
+
+class AllMax(Function):
+    """Max (or min) over all elements; ties share the gradient evenly (as PyTorch)."""
+
+    @staticmethod
+    def forward(ctx, x, largest):
+        out = x.max() if largest else x.min()
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved
+        hits = (x == out).astype(grad.dtype)
+        return grad * hits / hits.sum(), None
+
+
+class TakeAlongAxis(Function):
+    """``values = x[..., indices, ...]`` along one axis (the backward of max(dim))."""
+
+    @staticmethod
+    def forward(ctx, x, indices, axis, keepdim):
+        xp = get_array_module(x)
+        index = xp.expand_dims(indices, axis)
+        ctx.meta = (x.shape, x.dtype, index, axis)
+        out = xp.take_along_axis(x, index, axis=axis)
+        return out if keepdim else out.squeeze(axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dtype, index, axis = ctx.meta
+        xp = get_array_module(grad)
+        full = xp.zeros(shape, dtype)
+        xp.put_along_axis(full, index, grad.reshape(index.shape), axis=axis)
+        return full, None, None, None
+
+
+class LogSumExp(Function):
+    """log Σ exp(x), shifted by the max so that nothing overflows."""
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        xp = get_array_module(x)
+        shift = x.max(axis=axes, keepdims=True)
+        shift = xp.where(xp.isfinite(shift), shift, 0)
+        out = xp.log(xp.exp(x - shift).sum(axis=axes, keepdims=True)) + shift
+        ctx.save_for_backward(x, out)
+        ctx.meta = (axes, keepdim)
+        return out if keepdim else out.reshape(_reduced_shape(x.shape, axes))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved
+        axes, keepdim = ctx.meta
+        xp = get_array_module(x)
+        return _expand(grad, x.shape, axes, keepdim) * xp.exp(x - out), None, None
+
+
+def _reduced_shape(shape, axes):
+    return tuple(n for i, n in enumerate(shape) if axes is not None and i not in axes)
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x, axis):
+        xp = get_array_module(x)
+        y = xp.exp(x - x.max(axis=axis, keepdims=True))
+        y /= y.sum(axis=axis, keepdims=True)
+        ctx.save_for_backward(y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved
+        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, x, axis):
+        xp = get_array_module(x)
+        shifted = x - x.max(axis=axis, keepdims=True)
+        out = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+        ctx.save_for_backward(out)
+        ctx.axis = axis
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved
+        xp = get_array_module(out)
+        return grad - xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None
+
+
+# ------------------------------------------------------------------ functions
+
+def sum(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    return Sum.apply(x, axes, keepdim)
+
+
+def mean(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    return Mean.apply(x, axes, keepdim)
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 0 if unbiased is False else 1
+
+
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+        keepdims=None):
+    """Variance; unbiased (``correction=1``) by default, as in PyTorch."""
+    axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    return Var.apply(x, axes, keepdim, _correction(unbiased, correction))
+
+
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
+        keepdims=None):
+    return var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
+               keepdims=keepdims).sqrt()
+
+
+def _merge_aliases(dim, keepdim, axis, keepdims):
+    """The PyTorch spelling of a single (dim, keepdim) pair."""
+    return (dim if axis is None else axis), bool(keepdim if keepdims is None else keepdims)
+
+
+def _extreme(x, dim, keepdim, axis, keepdims, largest):
+    dim, keepdim = _merge_aliases(dim, keepdim, axis, keepdims)
+    if dim is None:
+        return AllMax.apply(x, largest)
+    axis = normalize_axis(dim, x.ndim)
+    xp = get_array_module(x.data)
+    indices = (xp.argmax if largest else xp.argmin)(x.data, axis=axis)
+    values = TakeAlongAxis.apply(x, indices, axis, keepdim)
+    if keepdim:
+        indices = xp.expand_dims(indices, axis)
+    return MaxResult(values, Tensor._make(indices))
+
+
+def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """``max(x)`` is a tensor; ``max(x, dim)`` is ``(values, indices)`` as in PyTorch."""
+    return _extreme(x, dim, keepdim, axis, keepdims, largest=True)
+
+
+def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return _extreme(x, dim, keepdim, axis, keepdims, largest=False)
+
+
+def _arg(x, dim, keepdim, axis, keepdims, largest):
+    xp = get_array_module(x.data)
+    find = xp.argmax if largest else xp.argmin
+    dim, keepdim = _merge_aliases(dim, keepdim, axis, keepdims)
+    if dim is None:
+        return Tensor._make(xp.asarray(find(x.data)))
+    return Tensor._make(find(x.data, axis=normalize_axis(dim, x.ndim), keepdims=keepdim))
+
+
+def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return _arg(x, dim, keepdim, axis, keepdims, largest=True)
+
+
+def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    return _arg(x, dim, keepdim, axis, keepdims, largest=False)
+
+
+def logsumexp(x, dim, keepdim=False, *, axis=None, keepdims=None):
+    axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    return LogSumExp.apply(x, axes, keepdim)
+
+
+def _one_axis(x, dim, axis):
+    return normalize_axis(axis if axis is not None else dim, x.ndim)
+
+
+def softmax(x, dim=-1, *, axis=None):
+    return Softmax.apply(x, _one_axis(x, dim, axis))
+
+
+def log_softmax(x, dim=-1, *, axis=None):
+    return LogSoftmax.apply(x, _one_axis(x, dim, axis))

@@ -1,0 +1,243 @@
+"""Operations that move elements around without changing their values.
+
+Their backward passes move the gradient back the same way: reshape it,
+transpose it back, or scatter it into the places an index read from.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..autograd import Function, unbroadcast
+from ..backend import get_array_module, scatter_add
+from ..tensor import Tensor
+from .reduction import normalize_axis
+
+__all__ = ["reshape", "permute", "transpose", "flatten", "squeeze", "unsqueeze",
+           "expand", "getitem", "cat", "concatenate", "stack", "split", "chunk"]
+
+
+def _sizes(args) -> tuple:
+    """``f(2, 3)`` or ``f((2, 3))`` -> (2, 3)."""
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        args = tuple(args[0])
+    return tuple(int(n) for n in args)
+
+
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.input_shape = x.shape
+        try:
+            return x.reshape(shape)
+        except ValueError:
+            raise ValueError(
+                f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} "
+                f"({x.size} elements) into shape {tuple(shape)}") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.input_shape), None
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return x.transpose(dims)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.transpose(np.argsort(ctx.dims)), None
+
+
+class Expand(Function):
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.input_shape = x.shape
+        try:
+            return get_array_module(x).broadcast_to(x, shape)
+        except ValueError:
+            raise ValueError(
+                f"expand: a tensor of shape {tuple(x.shape)} cannot be expanded to "
+                f"shape {tuple(shape)}") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        return unbroadcast(grad, ctx.input_shape), None
+
+
+def _is_basic_index(index) -> bool:
+    """Slices, integers, None and Ellipsis only: each element is read at most once."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(i, (numbers.Integral, slice)) or i is None or i is Ellipsis
+               for i in items)
+
+
+class GetItem(Function):
+    """``x[index]``; the backward scatters back, adding where an index repeats."""
+
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.meta = (x.shape, x.dtype, index)
+        return x[index]
+
+    @staticmethod
+    def backward(ctx, grad):
+        shape, dtype, index = ctx.meta
+        full = get_array_module(grad).zeros(shape, dtype)
+        if _is_basic_index(index):
+            full[index] = grad
+        else:
+            scatter_add(full, index, grad)
+        return full, None
+
+
+def _raw_index(index):
+    """Tensors and lists inside an index become arrays."""
+    if isinstance(index, tuple):
+        return tuple(_raw_index(i) for i in index)
+    if isinstance(index, Tensor):
+        return index.data
+    if isinstance(index, list):
+        return np.asarray(index)
+    return index
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, *arrays, axis):
+        ctx.meta = (axis, np.cumsum([a.shape[axis] for a in arrays])[:-1])
+        try:
+            return get_array_module(*arrays).concatenate(arrays, axis=axis)
+        except ValueError:
+            raise ValueError(
+                f"cat: shapes {[tuple(a.shape) for a in arrays]} must match except "
+                f"in dimension {axis}") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        axis, boundaries = ctx.meta
+        return tuple(get_array_module(grad).split(grad, boundaries, axis=axis))
+
+
+class Stack(Function):
+    @staticmethod
+    def forward(ctx, *arrays, axis):
+        ctx.axis = axis
+        shapes = {tuple(a.shape) for a in arrays}
+        if len(shapes) > 1:
+            raise ValueError(f"stack: all tensors must have the same shape, got {sorted(shapes)}")
+        return get_array_module(*arrays).stack(arrays, axis=axis)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return tuple(get_array_module(grad).moveaxis(grad, ctx.axis, 0))
+
+
+# ------------------------------------------------------------------ functions
+
+def reshape(x, *shape):
+    return Reshape.apply(x, _sizes(shape))
+
+
+view = reshape
+
+
+def permute(x, *dims):
+    dims = tuple(normalize_axis(d, x.ndim) for d in _sizes(dims))
+    if sorted(dims) != list(range(x.ndim)):
+        raise ValueError(
+            f"permute: {dims} is not a permutation of the {x.ndim} dims of shape "
+            f"{tuple(x.shape)}")
+    return Permute.apply(x, dims)
+
+
+def transpose(x, dim0, dim1):
+    dims = list(range(x.ndim))
+    d0, d1 = normalize_axis(dim0, x.ndim), normalize_axis(dim1, x.ndim)
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return Permute.apply(x, tuple(dims))
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return reshape(x, 1)
+    start, end = normalize_axis(start_dim, x.ndim), normalize_axis(end_dim, x.ndim)
+    shape = x.shape[:start] + (-1,) + x.shape[end + 1:]
+    return reshape(x, shape)
+
+
+def squeeze(x, dim=None):
+    if dim is None:
+        shape = tuple(n for n in x.shape if n != 1)
+    else:
+        d = normalize_axis(dim, x.ndim)
+        shape = x.shape[:d] + x.shape[d + 1:] if x.shape[d] == 1 else x.shape
+    return reshape(x, shape)
+
+
+def unsqueeze(x, dim):
+    d = normalize_axis(dim, x.ndim + 1)
+    return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
+
+
+def expand(x, *sizes):
+    sizes = _sizes(sizes)
+    offset = len(sizes) - x.ndim
+    shape = tuple(x.shape[i - offset] if n == -1 and i >= offset else n
+                  for i, n in enumerate(sizes))
+    return Expand.apply(x, shape)
+
+
+def getitem(x, index):
+    return GetItem.apply(x, _raw_index(index))
+
+
+def cat(tensors, dim=0, *, axis=None):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty list of tensors")
+    axis = normalize_axis(dim if axis is None else axis, tensors[0].ndim)
+    return Cat.apply(*tensors, axis=axis)
+
+
+concatenate = cat
+
+
+def stack(tensors, dim=0, *, axis=None):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty list of tensors")
+    axis = normalize_axis(dim if axis is None else axis, tensors[0].ndim + 1)
+    return Stack.apply(*tensors, axis=axis)
+
+
+def split(x, split_size_or_sections, dim=0):
+    """Pieces of ``split_size`` along ``dim`` (the last may be smaller), or the
+    given list of section sizes, as ``torch.split``."""
+    axis = normalize_axis(dim, x.ndim)
+    length = x.shape[axis]
+    if isinstance(split_size_or_sections, numbers.Integral):
+        size = int(split_size_or_sections)
+        if size <= 0:
+            raise ValueError(f"split: split_size must be positive, got {size}")
+        sections = [min(size, length - start) for start in range(0, length, size)]
+    else:
+        sections = [int(n) for n in split_size_or_sections]
+        if sum(sections) != length:
+            raise ValueError(
+                f"split: sections {sections} sum to {sum(sections)}, but dimension "
+                f"{axis} has size {length}")
+    pieces, start = [], 0
+    for n in sections:
+        index = (slice(None),) * axis + (slice(start, start + n),)
+        pieces.append(GetItem.apply(x, index))
+        start += n
+    return tuple(pieces)
+
+
+def chunk(x, chunks, dim=0):
+    length = x.shape[normalize_axis(dim, x.ndim)]
+    return split(x, max(1, -(-length // chunks)), dim)

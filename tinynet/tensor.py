@@ -1,0 +1,328 @@
+"""The Tensor: one NumPy or CuPy array, plus what autograd needs.
+
+A tensor is a *leaf* when the user created it (``_node is None``), and the
+output of an operation otherwise; ``_node`` is then the graph node (a
+:class:`~tinynet.autograd.Context`) that produced it. Leaves with
+``requires_grad=True`` receive gradients in ``.grad`` after ``backward()``.
+
+Methods follow PyTorch's names and signatures (``x.sum(dim, keepdim)``,
+``x.transpose(d0, d1)``...); NumPy's ``axis``/``keepdims`` are accepted too.
+All of the arithmetic lives in :mod:`tinynet.ops`; this class only dispatches.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import autograd
+from . import backend as _backend
+
+__all__ = ["Tensor"]
+
+
+def _is_float_dtype(dtype) -> bool:
+    return np.issubdtype(dtype, np.floating)
+
+
+class Tensor:
+    __slots__ = ("data", "grad", "_requires_grad", "_node", "__weakref__")
+
+    # Make NumPy hand mixed expressions (ndarray + Tensor) over to Tensor.
+    __array_ufunc__ = None
+
+    def __init__(self, data, dtype=None, requires_grad=False, device=None):
+        """Same as :func:`tinynet.tensor`."""
+        from .creation import _to_array
+        self.data = _to_array(data, dtype, device)
+        self.grad = None
+        self._node = None
+        self._requires_grad = False
+        self.requires_grad = requires_grad
+
+    @classmethod
+    def _make_leaf(cls, data, requires_grad=False):
+        """A new leaf around ``data``, checking that it may require grad."""
+        t = cls._make(data)
+        t.requires_grad = requires_grad
+        return t
+
+    @classmethod
+    def _make(cls, data, requires_grad=False, node=None):
+        """Wrap an array without copying or checking (used by every op)."""
+        t = object.__new__(cls)
+        t.data = data
+        t.grad = None
+        t._requires_grad = requires_grad
+        t._node = node
+        return t
+
+    # ------------------------------------------------------------------ autograd
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        value = bool(value)
+        if value and not _is_float_dtype(self.data.dtype):
+            raise RuntimeError(
+                f"only floating point tensors can require gradients, "
+                f"not a tensor of dtype {self.data.dtype}")
+        if self._node is not None and not value:
+            raise RuntimeError(
+                "requires_grad can only be changed on leaf tensors; use detach()")
+        self._requires_grad = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        """The graph node that produced this tensor (None for leaves)."""
+        return self._node
+
+    def backward(self, grad=None, retain_graph: bool = False) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        autograd.run_backward(self, grad, retain_graph)
+
+    def _accumulate_grad(self, grad, stored: set) -> None:
+        if grad.dtype != self.data.dtype:
+            grad = grad.astype(self.data.dtype)
+        if id(grad) in stored or not grad.flags.c_contiguous:
+            grad = grad.copy()          # own a contiguous array nobody else holds
+        if self.grad is None:
+            self.grad = Tensor._make(grad)
+        else:
+            self.grad = Tensor._make(self.grad.data + grad)
+        stored.add(id(self.grad.data))
+
+    def detach(self) -> "Tensor":
+        """The same data, cut from the graph (shares memory, like PyTorch)."""
+        return Tensor._make(self.data)
+
+    # --------------------------------------------------------------- properties
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def device(self) -> str:
+        return _backend.device_of(self.data)
+
+    def size(self, dim=None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def dim(self) -> int:
+        return self.data.ndim
+
+    def numel(self) -> int:
+        return int(self.data.size)
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    # -------------------------------------------------------------- conversions
+    def _require_cpu(self, what):
+        if self.device != "cpu":
+            raise TypeError(
+                f"{what} needs a CPU tensor, but this tensor is on {self.device}: "
+                "call .cpu() first")
+
+    def numpy(self) -> np.ndarray:
+        """The underlying NumPy array (shares memory). CPU tensors only."""
+        self._require_cpu("numpy()")
+        return self.data
+
+    def __array__(self, dtype=None, copy=None):
+        self._require_cpu("conversion to a NumPy array")
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(
+                f"item() needs a tensor with one element, not shape {tuple(self.shape)}")
+        return self.data.reshape(()).item()
+
+    def tolist(self):
+        return _backend.as_numpy(self.data).tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"the truth value of a tensor of shape {tuple(self.shape)} is ambiguous")
+        return bool(self.item())
+
+    def to(self, *args, dtype=None, device=None) -> "Tensor":
+        """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``: differentiable."""
+        for arg in args:
+            if isinstance(arg, str):
+                device = arg
+            else:
+                dtype = arg
+        out = self
+        if dtype is not None and np.dtype(dtype) != self.dtype:
+            out = ops.cast(out, dtype)
+        if device is not None and _backend._parse_device(device) != self.device:
+            out = ops.to_device(out, device)
+        return out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self) -> "Tensor":
+        return self.to("cuda")
+
+    def float(self) -> "Tensor":
+        return self.to(np.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(np.float64)
+
+    def type(self, dtype) -> "Tensor":
+        return self.to(dtype)
+
+    astype = type
+
+    def __repr__(self):
+        body = np.array2string(_backend.as_numpy(self.data), separator=", ",
+                               prefix="tensor(", threshold=200, precision=4)
+        extras = []
+        if self.dtype != np.float32:
+            extras.append(f"dtype={self.dtype}")
+        if self.device != "cpu":
+            extras.append(f"device='{self.device}'")
+        if self._node is not None:
+            extras.append(f"grad_fn=<{self._node.fn.__name__}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + ", ".join([body] + extras) + ")"
+
+    __hash__ = object.__hash__
+
+    # --------------------------------------------------------------- arithmetic
+    def __add__(self, other): return ops.add(self, other)
+    def __radd__(self, other): return ops.add(other, self)
+    def __sub__(self, other): return ops.sub(self, other)
+    def __rsub__(self, other): return ops.sub(other, self)
+    def __mul__(self, other): return ops.mul(self, other)
+    def __rmul__(self, other): return ops.mul(other, self)
+    def __truediv__(self, other): return ops.div(self, other)
+    def __rtruediv__(self, other): return ops.div(other, self)
+    def __pow__(self, other): return ops.pow(self, other)
+    def __rpow__(self, other): return ops.pow(other, self)
+    def __neg__(self): return ops.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return ops.abs(self)
+    def __matmul__(self, other): return ops.matmul(self, other)
+    def __rmatmul__(self, other): return ops.matmul(other, self)
+    def __getitem__(self, index): return ops.getitem(self, index)
+
+    # Comparisons give boolean tensors, outside the graph (as in PyTorch).
+    def __lt__(self, other): return ops.compare("lt", self, other)
+    def __le__(self, other): return ops.compare("le", self, other)
+    def __gt__(self, other): return ops.compare("gt", self, other)
+    def __ge__(self, other): return ops.compare("ge", self, other)
+    def __eq__(self, other): return ops.compare("eq", self, other)
+    def __ne__(self, other): return ops.compare("ne", self, other)
+
+    def add(self, other): return ops.add(self, other)
+    def sub(self, other): return ops.sub(self, other)
+    def mul(self, other): return ops.mul(self, other)
+    def div(self, other): return ops.div(self, other)
+    def pow(self, exponent): return ops.pow(self, exponent)
+    def neg(self): return ops.neg(self)
+    def matmul(self, other): return ops.matmul(self, other)
+    def maximum(self, other): return ops.maximum(self, other)
+    def minimum(self, other): return ops.minimum(self, other)
+    def clip(self, min=None, max=None): return ops.clip(self, min, max)
+    clamp = clip
+
+    def exp(self): return ops.exp(self)
+    def log(self): return ops.log(self)
+    def sqrt(self): return ops.sqrt(self)
+    def abs(self): return ops.abs(self)
+    def tanh(self): return ops.tanh(self)
+    def sigmoid(self): return ops.sigmoid(self)
+    def relu(self): return ops.relu(self)
+
+    # --------------------------------------------------------------- reductions
+    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.sum(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.mean(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None,
+            axis=None, keepdims=None):
+        return ops.var(self, dim, unbiased, keepdim, correction=correction,
+                       axis=axis, keepdims=keepdims)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None,
+            axis=None, keepdims=None):
+        return ops.std(self, dim, unbiased, keepdim, correction=correction,
+                       axis=axis, keepdims=keepdims)
+
+    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.max(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.min(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.argmax(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
+        return ops.argmin(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def logsumexp(self, dim, keepdim=False, *, axis=None, keepdims=None):
+        return ops.logsumexp(self, dim, keepdim, axis=axis, keepdims=keepdims)
+
+    def softmax(self, dim=-1, *, axis=None):
+        return ops.softmax(self, dim, axis=axis)
+
+    def log_softmax(self, dim=-1, *, axis=None):
+        return ops.log_softmax(self, dim, axis=axis)
+
+    # -------------------------------------------------------------------- shape
+    def reshape(self, *shape): return ops.reshape(self, *shape)
+    def view(self, *shape): return ops.reshape(self, *shape)
+    def transpose(self, dim0, dim1): return ops.transpose(self, dim0, dim1)
+    def permute(self, *dims): return ops.permute(self, *dims)
+    def flatten(self, start_dim=0, end_dim=-1): return ops.flatten(self, start_dim, end_dim)
+    def squeeze(self, dim=None): return ops.squeeze(self, dim)
+    def unsqueeze(self, dim): return ops.unsqueeze(self, dim)
+    def expand(self, *sizes): return ops.expand(self, *sizes)
+    def split(self, split_size_or_sections, dim=0): return ops.split(self, split_size_or_sections, dim)
+    def chunk(self, chunks, dim=0): return ops.chunk(self, chunks, dim)
+
+    def t(self):
+        if self.ndim > 2:
+            raise ValueError(f"t() expects a tensor with at most 2 dims, got shape {self.shape}")
+        return self if self.ndim < 2 else ops.transpose(self, 0, 1)
+
+    @property
+    def T(self):
+        return ops.permute(self, *reversed(range(self.ndim)))
+
+
+from . import ops  # noqa: E402  (ops build on Tensor, Tensor dispatches to ops)
