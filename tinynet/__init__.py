@@ -9,6 +9,7 @@ Its subject is Layer Normalization (Ba, Kiros & Hinton, 2016). The pieces:
 """
 from . import backend
 from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
+from . import nn, optim  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import cuda_is_available, get_array_module, use_reference_kernels
 from .creation import (arange, bool_, empty, float32, float64, from_numpy, full,
@@ -18,5 +19,6 @@ from .ops import (abs, argmax, argmin, cat, chunk, clamp, clip, concatenate, exp
                   log, log_softmax, logsumexp, matmul, max, maximum, mean, min, minimum,
                   permute, relu, reshape, sigmoid, softmax, split, sqrt, squeeze, stack,
                   std, sum, tanh, transpose, unsqueeze, var, where)
+from .serialization import load, save
 
 __version__ = "0.1.0"

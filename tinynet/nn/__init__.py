@@ -1,0 +1,12 @@
+"""Layers with PyTorch's names, shapes and defaults (``tinynet.nn``)."""
+from . import functional, init
+from .layers import (CrossEntropyLoss, Dropout, Flatten, Identity, Linear, MSELoss, NLLLoss,
+                     ReLU, Sigmoid, Tanh)
+from .module import Module, ModuleList, Parameter, Sequential
+from .normalization import BatchNorm1d, LayerNorm, StepwiseBatchNorm
+from .recurrent import LSTM, GateNorms, LSTMCell
+
+__all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "Linear",
+           "ReLU", "Tanh", "Sigmoid", "Identity", "Flatten", "Dropout", "CrossEntropyLoss",
+           "NLLLoss", "MSELoss", "LayerNorm", "BatchNorm1d", "StepwiseBatchNorm", "LSTMCell",
+           "LSTM", "GateNorms"]

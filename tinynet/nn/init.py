@@ -1,0 +1,34 @@
+"""Parameter initialization, drawing from tinynet's seeded generator."""
+from __future__ import annotations
+
+import math
+
+from ..backend import get_backend
+
+__all__ = ["uniform_", "zeros_", "ones_", "constant_"]
+
+
+def uniform_(tensor, low: float = 0.0, high: float = 1.0):
+    """Fill ``tensor`` in place with U(low, high) samples; return it."""
+    backend = get_backend(tensor.device)
+    tensor.data[...] = backend.rng.uniform(low, high, tensor.shape).astype(tensor.dtype)
+    return tensor
+
+
+def constant_(tensor, value: float):
+    tensor.data[...] = value
+    return tensor
+
+
+def zeros_(tensor):
+    return constant_(tensor, 0.0)
+
+
+def ones_(tensor):
+    return constant_(tensor, 1.0)
+
+
+def fan_in_bound(fan_in: int) -> float:
+    """1/sqrt(fan_in): PyTorch's bound for Linear (kaiming_uniform with a=sqrt(5)
+    gives the same for the weight) and for the LSTM's U(-1/sqrt(H), 1/sqrt(H))."""
+    return 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0

@@ -1,0 +1,282 @@
+"""Module: the container of parameters, buffers and sub-modules (as torch.nn).
+
+Assigning a :class:`Parameter`, a :class:`Module` or a registered buffer to an
+attribute registers it, so that ``parameters()``, ``state_dict()``, ``to()``
+and ``train()``/``eval()`` reach everything in the tree.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from ..backend import as_numpy, get_backend
+from ..tensor import Tensor
+
+__all__ = ["Parameter", "Module", "Sequential", "ModuleList"]
+
+
+class Parameter(Tensor):
+    """A leaf tensor that a Module owns and an optimizer updates."""
+
+    __slots__ = ()
+
+    def __init__(self, data, requires_grad=True):
+        array = data.data if isinstance(data, Tensor) else data
+        Tensor.__init__(self, array, requires_grad=requires_grad)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Module:
+    """Base class of every layer. Subclasses define ``forward``."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    # Registered values also live in __dict__, so reading ``self.weight`` is a
+    # plain attribute lookup (this matters in a training loop).
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                f"cannot assign {name!r} before Module.__init__() has been called")
+        registries = (self._parameters, self._buffers, self._modules)
+        if isinstance(value, Parameter):
+            target = self._parameters
+        elif isinstance(value, Module):
+            target = self._modules
+        elif name in self._parameters:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} to parameter {name!r}: "
+                    "expected a Parameter or None")
+            target = self._parameters
+        elif name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"buffer {name!r} must be a Tensor or None")
+            target = self._buffers
+        else:
+            target = None
+        for registry in registries:
+            if registry is not target:
+                registry.pop(name, None)
+        if target is not None:
+            target[name] = value
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        for registry in (self._parameters, self._buffers, self._modules):
+            registry.pop(name, None)
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name: str, param) -> None:
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"{name!r} must be a Parameter or None")
+        self._parameters[name] = param
+        object.__setattr__(self, name, param)
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """A tensor that is state but not a parameter (e.g. running statistics)."""
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+        object.__setattr__(self, name, tensor)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -------------------------------------------------------------- traversal
+    def named_modules(self, prefix: str = ""):
+        """(name, module) for this module and every descendant, depth first."""
+        stack = [(prefix, self)]
+        seen = set()
+        while stack:
+            name, module = stack.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            yield name, module
+            children = [(f"{name}.{k}" if name else k, m)
+                        for k, m in module._modules.items() if m is not None]
+            stack.extend(reversed(children))
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        for name, module in self._modules.items():
+            if module is not None:
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, registry_name, recurse=True):
+        seen = set()
+        modules = self.named_modules() if recurse else [("", self)]
+        for module_name, module in modules:
+            for name, value in getattr(module, registry_name).items():
+                if value is None or id(value) in seen:
+                    continue
+                seen.add(id(value))
+                yield (f"{module_name}.{name}" if module_name else name), value
+
+    def named_parameters(self, recurse: bool = True):
+        return self._named_members("_parameters", recurse)
+
+    def parameters(self, recurse: bool = True):
+        for _, p in self.named_parameters(recurse):
+            yield p
+
+    def named_buffers(self, recurse: bool = True):
+        return self._named_members("_buffers", recurse)
+
+    def buffers(self, recurse: bool = True):
+        for _, b in self.named_buffers(recurse):
+            yield b
+
+    # ------------------------------------------------------------------ modes
+    def train(self, mode: bool = True) -> "Module":
+        for module in self.modules():
+            object.__setattr__(module, "training", bool(mode))
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad = Tensor._make(get_backend(p.device).xp.zeros_like(p.data))
+
+    def to(self, device=None, dtype=None) -> "Module":
+        """Move (or cast) every parameter and buffer in place; return self."""
+        for tensor in list(self.parameters()) + list(self.buffers()):
+            moved = tensor.detach().to(device=device,
+                                       dtype=dtype if np.issubdtype(tensor.dtype, np.floating) else None)
+            tensor.data = moved.data
+            if tensor.grad is not None:
+                tensor.grad = tensor.grad.to(device=device, dtype=dtype)
+        return self
+
+    def cpu(self) -> "Module":
+        return self.to("cpu")
+
+    def cuda(self) -> "Module":
+        return self.to("cuda")
+
+    # ------------------------------------------------------------ state dicts
+    def state_dict(self) -> "OrderedDict[str, Tensor]":
+        """Parameters and persistent buffers by dotted name (detached, shared data)."""
+        state = OrderedDict()
+        for module_name, module in self.named_modules():
+            prefix = f"{module_name}." if module_name else ""
+            for name, p in module._parameters.items():
+                if p is not None:
+                    state[prefix + name] = p.detach()
+            for name, b in module._buffers.items():
+                if b is not None and name not in module._non_persistent:
+                    state[prefix + name] = b.detach()
+        return state
+
+    def load_state_dict(self, state_dict, strict: bool = True):
+        """Copy values into this module's parameters and buffers (in place).
+
+        With ``strict``, missing and unexpected keys are errors; a shape
+        mismatch is always an error. Returns ``(missing_keys, unexpected_keys)``.
+        """
+        own = self.state_dict()
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        mismatched = [f"{k}: checkpoint {tuple(np.shape(_array(state_dict[k])))}, "
+                      f"model {tuple(own[k].shape)}"
+                      for k in own if k in state_dict
+                      and tuple(np.shape(_array(state_dict[k]))) != tuple(own[k].shape)]
+        problems = []
+        if strict and missing:
+            problems.append("missing keys: " + ", ".join(missing))
+        if strict and unexpected:
+            problems.append("unexpected keys: " + ", ".join(unexpected))
+        if mismatched:
+            problems.append("shape mismatch: " + "; ".join(mismatched))
+        if problems:
+            raise ValueError(f"load_state_dict for {type(self).__name__}: " + " | ".join(problems))
+        for key, target in own.items():
+            if key in state_dict:
+                xp = get_backend(target.device).xp
+                target.data[...] = xp.asarray(_array(state_dict[key]), dtype=target.dtype)
+        return missing, unexpected
+
+    # ------------------------------------------------------------------- repr
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self):
+        lines = [f"({name}): " + repr(module).replace("\n", "\n  ")
+                 for name, module in self._modules.items()]
+        head = f"{type(self).__name__}({self.extra_repr()}"
+        if not lines:
+            return head + ")"
+        return head + "\n  " + "\n  ".join(lines) + "\n)"
+
+
+def _array(value):
+    """The NumPy array behind a Tensor or array-like value of a state dict."""
+    return as_numpy(value.data) if isinstance(value, Tensor) else as_numpy(value)
+
+
+class _Container(Module):
+    """Indexing, length and iteration over the registered sub-modules."""
+
+    def __getitem__(self, index):
+        return list(self._modules.values())[index]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class Sequential(_Container):
+    """Modules applied one after another."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        for i, module in enumerate(modules):
+            setattr(self, str(i), module)
+
+    def forward(self, x):
+        for module in self._modules.values():
+            x = module(x)
+        return x
+
+
+class ModuleList(_Container):
+    """A list of modules whose parameters are registered."""
+
+    def __init__(self, modules=()):
+        super().__init__()
+        for module in modules:
+            self.append(module)
+
+    def append(self, module: Module) -> "ModuleList":
+        setattr(self, str(len(self._modules)), module)
+        return self

@@ -1,0 +1,201 @@
+"""LSTM cells and layers: plain, layer-normalized, and batch-normalized.
+
+One step of an LSTM (gate order i, f, g, o, as PyTorch)::
+
+    i, f, g, o = split(W x_t + b_ih + U h_{t-1} + b_hh)
+    c_t = σ(f) ⊙ c_{t-1} + σ(i) ⊙ tanh(g)
+    h_t = σ(o) ⊙ tanh(c_t)
+
+``norm='layer'`` is the LN-LSTM of the paper (Ba, Kiros & Hinton, 2016,
+Sec. 3.1 and the authors' ``lnlstm_layer``): the two pre-activations are
+layer-normalized separately over all 4H units, each with its own gain and
+bias, the cell state is carried forward unnormalized, and the output reads a
+normalized copy of it::
+
+    gates = LN(W x_t) + LN(U h_{t-1}) + b        h_t = σ(o) ⊙ tanh(LN(c_t))
+
+Statistics are per sample and per time step: nothing is averaged across time
+(which would let step t see the future) or across the batch.
+
+``norm='batch'`` is recurrent batch normalization (Cooijmans et al., 2016):
+the same three places use batch statistics, with separate running statistics
+per time step up to ``max_steps`` (later steps reuse the last ones).
+
+Pitfall (seen with a PyTorch LN-LSTM on sequential MNIST): while the state is
+exactly zero (h_0 = 0, and blank leading image rows keep it there when the
+biases are zero), every LN sees a constant row, whose backward multiplies the
+gradient by 1/sqrt(eps) ≈ 316 per step, and gradients explode within a few
+dozen steps. The default uniform initialization of ``bias_ih``/``bias_hh``
+(as PyTorch's) makes the gates differ across units from the first step on,
+so c_1 and h_1 are not constant rows and the chain is broken.
+"""
+from __future__ import annotations
+
+from .. import creation
+from ..ops import stack
+from . import functional as F
+from . import init
+from .module import Module, Parameter
+from .normalization import LayerNorm, StepwiseBatchNorm
+
+__all__ = ["LSTMCell", "LSTM", "GateNorms", "lstm_cell"]
+
+NORMS = (None, "layer", "batch")
+
+
+class GateNorms(Module):
+    """The three normalizations of an LN- or BN-LSTM: of W x, of U h, of c."""
+
+    def __init__(self, kind: str, hidden_size: int, eps: float, max_steps: int,
+                 dtype=None, device="cpu"):
+        super().__init__()
+        self.stepwise = kind == "batch"
+        gates = 4 * hidden_size
+        if kind == "layer":
+            make = lambda n: LayerNorm(n, eps=eps, dtype=dtype, device=device)  # noqa: E731
+        else:
+            make = lambda n: StepwiseBatchNorm(n, max_steps, eps=eps, dtype=dtype, device=device)  # noqa: E731
+        self.ih, self.hh, self.cell = make(gates), make(gates), make(hidden_size)
+        if self.stepwise:   # Cooijmans et al.: small gains keep the gates out of saturation
+            init.constant_(self.ih.weight, 0.1)
+            init.constant_(self.hh.weight, 0.1)
+
+    def normalize(self, which: str, x, step: int):
+        module = getattr(self, which)
+        return module(x, step) if self.stepwise else module(x)
+
+
+def lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, norms=None, step=0):
+    """One LSTM step; returns (h_t, c_t). ``norms`` is a GateNorms or None."""
+    if norms is None:
+        gates = F.linear(x, weight_ih, bias_ih) + F.linear(h, weight_hh, bias_hh)
+    else:
+        gates = (norms.normalize("ih", F.linear(x, weight_ih), step)
+                 + norms.normalize("hh", F.linear(h, weight_hh), step))
+        if bias_ih is not None:
+            gates = gates + bias_ih + bias_hh
+    i, f, g, o = gates.chunk(4, dim=1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    c_read = c if norms is None else norms.normalize("cell", c, step)
+    return o.sigmoid() * c_read.tanh(), c
+
+
+def _check_norm(norm):
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+
+
+def _make_weights(module, suffix, input_size, hidden_size, bias, dtype, device):
+    """Register weight_ih/hh and bias_ih/hh (+ suffix) with U(-1/√H, 1/√H) init."""
+    bound = init.fan_in_bound(hidden_size)
+    shapes = {"weight_ih": (4 * hidden_size, input_size),
+              "weight_hh": (4 * hidden_size, hidden_size)}
+    if bias:
+        shapes.update(bias_ih=(4 * hidden_size,), bias_hh=(4 * hidden_size,))
+    for name, shape in shapes.items():
+        tensor = init.uniform_(creation.empty(shape, dtype=dtype, device=device), -bound, bound)
+        setattr(module, name + suffix, Parameter(tensor))
+    if not bias:
+        module.register_parameter("bias_ih" + suffix, None)
+        module.register_parameter("bias_hh" + suffix, None)
+
+
+def _zeros_state(batch, hidden_size, like):
+    return creation.zeros(batch, hidden_size, dtype=like.dtype, device=like.device)
+
+
+class LSTMCell(Module):
+    """One LSTM step: ``h, c = cell(x, (h, c), step=t)``; parameters as PyTorch's."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, norm=None,
+                 eps: float = 1e-5, max_steps: int = 784, dtype=None, device="cpu"):
+        super().__init__()
+        _check_norm(norm)
+        self.input_size, self.hidden_size, self.norm = input_size, hidden_size, norm
+        _make_weights(self, "", input_size, hidden_size, bias, dtype, device)
+        self.norms = None if norm is None else GateNorms(norm, hidden_size, eps, max_steps,
+                                                        dtype, device)
+
+    def forward(self, x, hx=None, step: int = 0):
+        if x.ndim != 2 or x.shape[1] != self.input_size:
+            raise ValueError(
+                f"LSTMCell: expected input (batch, {self.input_size}), got shape {tuple(x.shape)}")
+        batch = x.shape[0]
+        if hx is None:
+            hx = (_zeros_state(batch, self.hidden_size, x),) * 2
+        for name, t in zip(("h", "c"), hx):
+            if tuple(t.shape) != (batch, self.hidden_size):
+                raise ValueError(
+                    f"LSTMCell: state {name} has shape {tuple(t.shape)}, expected "
+                    f"({batch}, {self.hidden_size})")
+        return lstm_cell(x, hx[0], hx[1], self.weight_ih, self.weight_hh, self.bias_ih,
+                         self.bias_hh, self.norms, step)
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}, norm={self.norm!r}"
+
+
+class LSTM(Module):
+    """A multi-layer LSTM over a sequence; returns ``output, (h_n, c_n)``.
+
+    Input (T, B, I), or (B, T, I) with ``batch_first``; optional initial state
+    ``(h_0, c_0)`` each (num_layers, B, H). Parameters are named as PyTorch's
+    (``weight_ih_l0`` ...), so weights can be copied from ``torch.nn.LSTM``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, norm=None, eps: float = 1e-5,
+                 max_steps: int = 784, dtype=None, device="cpu"):
+        super().__init__()
+        _check_norm(norm)
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.batch_first, self.norm = batch_first, norm
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else hidden_size
+            _make_weights(self, f"_l{layer}", layer_input, hidden_size, bias, dtype, device)
+            norms = None if norm is None else GateNorms(norm, hidden_size, eps, max_steps,
+                                                       dtype, device)
+            setattr(self, f"norms_l{layer}", norms)
+
+    def _check_input(self, x, hx):
+        if x.ndim != 3 or x.shape[2] != self.input_size:
+            layout = "(batch, seq, input)" if self.batch_first else "(seq, batch, input)"
+            raise ValueError(
+                f"LSTM: expected input {layout} with input size {self.input_size}, got "
+                f"shape {tuple(x.shape)}")
+        batch = x.shape[0] if self.batch_first else x.shape[1]
+        expected = (self.num_layers, batch, self.hidden_size)
+        if hx is not None:
+            for name, t in zip(("h_0", "c_0"), hx):
+                if tuple(t.shape) != expected:
+                    raise ValueError(
+                        f"LSTM: initial state {name} has shape {tuple(t.shape)}, expected "
+                        f"{expected}")
+        return batch
+
+    def forward(self, x, hx=None):
+        batch = self._check_input(x, hx)
+        steps = x.shape[1] if self.batch_first else x.shape[0]
+        inputs = [x[:, t] if self.batch_first else x[t] for t in range(steps)]
+        final_h, final_c = [], []
+        for layer in range(self.num_layers):
+            if hx is None:
+                h = c = _zeros_state(batch, self.hidden_size, x)
+            else:
+                h, c = hx[0][layer], hx[1][layer]
+            weights = [getattr(self, f"{name}_l{layer}")
+                       for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            norms = getattr(self, f"norms_l{layer}")
+            outputs = []
+            for t, x_t in enumerate(inputs):
+                h, c = lstm_cell(x_t, h, c, *weights, norms, t)
+                outputs.append(h)
+            inputs = outputs
+            final_h.append(h)
+            final_c.append(c)
+        output = stack(inputs, dim=1 if self.batch_first else 0)
+        return output, (stack(final_h), stack(final_c))
+
+    def extra_repr(self):
+        return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
+                f"batch_first={self.batch_first}, norm={self.norm!r}")

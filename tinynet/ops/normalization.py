@@ -1,0 +1,91 @@
+"""Layer normalization and batch normalization as single fused graph nodes.
+
+Both normalize x to x̂ = (x − μ)/σ and return y = γ x̂ + β; they differ only in
+*which* elements share μ and σ (Ba, Kiros & Hinton, 2016, Eqs. 2-4):
+
+* LayerNorm: the H features of one sample (a row) — each sample on its own;
+* BatchNorm: one feature across the samples of the batch (a column).
+
+Their backward passes are the same formula along the normalized axis,
+with g = dy · γ and m values sharing one mean::
+
+    dx = (1/σ) · (g − mean(g) − x̂ · Σ(g x̂) / (m − correction))
+
+(correction = 0 for the biased variance of the paper; 1 for the unbiased one).
+LayerNorm runs through the device's kernel table, whose NumPy reference is
+``tinynet.kernels.reference``; BatchNorm is array code written here.
+"""
+from __future__ import annotations
+
+from ..autograd import Function
+from ..backend import device_of, get_array_module, get_backend
+
+__all__ = ["LayerNormFunction", "BatchNormFunction"]
+
+
+class LayerNormFunction(Function):
+    """y = γ · (x − μ)/σ + β with μ, σ over the trailing ``size`` elements of x."""
+
+    @staticmethod
+    def forward(ctx, x, gain, bias, size, eps):
+        kernels = get_backend(device_of(x)).kernels
+        rows = get_array_module(x).ascontiguousarray(x.reshape(-1, size))
+        flat_gain = None if gain is None else gain.reshape(size)
+        flat_bias = None if bias is None else bias.reshape(size)
+        y, mean, rstd = kernels.layer_norm_forward(rows, flat_gain, flat_bias, eps)
+        ctx.save_for_backward(rows, mean, rstd, flat_gain)
+        ctx.shapes = (x.shape, None if gain is None else gain.shape,
+                      None if bias is None else bias.shape)
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        rows, mean, rstd, gain = ctx.saved
+        x_shape, gain_shape, bias_shape = ctx.shapes
+        kernels = get_backend(device_of(rows)).kernels
+        grad_rows = get_array_module(grad).ascontiguousarray(grad.reshape(rows.shape))
+        dx, dgain, dbias = kernels.layer_norm_backward(grad_rows, rows, mean, rstd, gain)
+        return (dx.reshape(x_shape),
+                None if gain_shape is None else dgain.reshape(gain_shape),
+                None if bias_shape is None else dbias.reshape(bias_shape),
+                None, None)
+
+
+def _channel_view(x):
+    """Reshape (N, C) or (N, C, L) statistics of shape (C,) for broadcasting."""
+    return (1, -1) if x.ndim == 2 else (1, -1, 1)
+
+
+class BatchNormFunction(Function):
+    """Normalize each channel (axis 1 of (N, C) or (N, C, L)) by ``mean``/``var``.
+
+    ``dof`` says where the statistics came from. ``None``: they are constants
+    (running statistics in eval mode), and the op is a per-channel affine map.
+    A number: they are this batch's statistics, ``var`` = Σ(x − μ)² / dof, and
+    the backward differentiates through them.
+    """
+
+    @staticmethod
+    def forward(ctx, x, gain, bias, mean, var, eps, dof):
+        xp = get_array_module(x)
+        view = _channel_view(x)
+        rstd = 1.0 / xp.sqrt(var + eps)
+        x_hat = (x - mean.reshape(view)) * rstd.reshape(view)
+        ctx.save_for_backward(x_hat, rstd, gain)
+        ctx.meta = ((0,) if x.ndim == 2 else (0, 2), view, dof, bias is not None)
+        y = x_hat if gain is None else x_hat * gain.reshape(view)
+        return y if bias is None else y + bias.reshape(view)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x_hat, rstd, gain = ctx.saved
+        axes, view, dof, has_bias = ctx.meta
+        g = grad if gain is None else grad * gain.reshape(view)
+        if dof is None:
+            dx = g * rstd.reshape(view)
+        else:
+            dx = rstd.reshape(view) * (g - g.mean(axis=axes, keepdims=True)
+                                       - x_hat * (g * x_hat).sum(axis=axes, keepdims=True) / dof)
+        dgain = None if gain is None else (grad * x_hat).sum(axis=axes)
+        dbias = grad.sum(axis=axes) if has_bias else None
+        return dx, dgain, dbias, None, None, None, None

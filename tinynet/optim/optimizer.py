@@ -1,0 +1,85 @@
+"""Optimizer base class: parameter groups, per-parameter state, state dicts."""
+from __future__ import annotations
+
+import copy
+
+from ..backend import as_numpy, get_backend
+from ..tensor import Tensor
+
+__all__ = ["Optimizer"]
+
+
+class Optimizer:
+    """Holds ``param_groups`` (each a dict of params and hyper-parameters) and a
+    ``state`` dict per parameter, as ``torch.optim.Optimizer``."""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = dict(defaults)
+        self.state: dict = {}
+        self.param_groups: list[dict] = []
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, group: dict) -> None:
+        group = dict(group)
+        group["params"] = list(group["params"])
+        for p in group["params"]:
+            if not isinstance(p, Tensor) or not p.requires_grad:
+                raise ValueError("optimizers can only update tensors with requires_grad=True")
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError("a parameter appears in more than one parameter group")
+        for key, value in self.defaults.items():
+            group.setdefault(key, value)
+        self.param_groups.append(group)
+
+    def _params_with_grad(self):
+        """(group, parameter) pairs for every parameter that has a gradient."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    yield group, p
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none or p.grad is None:
+                    p.grad = None
+                else:
+                    p.grad.data[...] = 0
+
+    def step(self):
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        """Hyper-parameters and state, with parameters named by their index."""
+        index = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
+        groups = []
+        for group in self.param_groups:
+            saved = {k: v for k, v in group.items() if k != "params"}
+            saved["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(saved)
+        state = {index[id(p)]: {k: (as_numpy(v).copy() if hasattr(v, "shape") else v)
+                                for k, v in s.items()}
+                 for p, s in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups) or any(
+                len(g["params"]) != len(own["params"]) for g, own in zip(groups, self.param_groups)):
+            raise ValueError("load_state_dict: the saved parameter groups do not match this "
+                             "optimizer's (different number of groups or parameters)")
+        params = [p for g in self.param_groups for p in g["params"]]
+        for own, saved in zip(self.param_groups, groups):
+            own.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})
+        self.state = {}
+        for i, s in state_dict["state"].items():
+            p = params[int(i)]
+            xp = get_backend(p.device).xp
+            self.state[p] = {k: (xp.array(v, dtype=p.dtype) if hasattr(v, "shape") and
+                                 getattr(v, "ndim", 0) > 0 else v) for k, v in s.items()}

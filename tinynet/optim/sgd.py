@@ -1,0 +1,43 @@
+"""Stochastic gradient descent with momentum, as ``torch.optim.SGD``."""
+from __future__ import annotations
+
+from .optimizer import Optimizer
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """PyTorch's rule, in place::
+
+        g ← g + λ θ                         (weight_decay λ)
+        b ← μ b + (1 − dampening) g         (b = g at the first step)
+        g ← g + μ b if nesterov else b      (when momentum μ > 0)
+        θ ← θ − lr · g
+    """
+
+    def __init__(self, params, lr: float, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False):
+        if lr < 0 or momentum < 0 or weight_decay < 0:
+            raise ValueError(f"invalid SGD hyper-parameters: lr={lr}, momentum={momentum}, "
+                             f"weight_decay={weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("nesterov momentum needs momentum > 0 and dampening = 0")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov))
+
+    def step(self):
+        for group, p in self._params_with_grad():
+            grad = p.grad.data
+            if group["weight_decay"]:
+                grad = grad + group["weight_decay"] * p.data
+            momentum = group["momentum"]
+            if momentum:
+                state = self.state.setdefault(p, {})
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = state["momentum_buffer"] = grad.copy()
+                else:
+                    buf *= momentum
+                    buf += (1 - group["dampening"]) * grad
+                grad = grad + momentum * buf if group["nesterov"] else buf
+            p.data -= group["lr"] * grad
