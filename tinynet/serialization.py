@@ -32,8 +32,9 @@ def atomic_write(path, mode: str = "wb"):
     os.makedirs(directory, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
                                 suffix=".tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, mode) as f:
+        with open(temp, mode) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())

@@ -1,0 +1,26 @@
+"""Data loading, with PyTorch's names: datasets, a DataLoader, MNIST.
+
+::
+
+    from tinynet.data import DataLoader, Subset, load_mnist
+
+    mnist = load_mnist(train=True)            # full MNIST if found, else the bundled sample
+    train = Subset(mnist, range(len(mnist) - 5000))
+    for images, labels in DataLoader(train, batch_size=32, shuffle=True):
+        ...                                   # float32 (32, 784), int64 (32,)
+
+* :mod:`~tinynet.data.dataset`: ``Dataset``, ``TensorDataset``, ``Subset``, ``random_split``;
+* :mod:`~tinynet.data.loader`: ``DataLoader``;
+* :mod:`~tinynet.data.mnist`: ``MNIST``, ``load_mnist``, ``download_mnist``;
+* :mod:`~tinynet.data.idx`: reading and writing MNIST's IDX files;
+* :mod:`~tinynet.data.files`: atomic writes and verified downloads.
+"""
+from .dataset import Dataset, Subset, TensorDataset, default_collate, random_split
+from .files import ChecksumError, DownloadError
+from .idx import MNISTFormatError, read_idx, write_idx
+from .loader import DataLoader
+from .mnist import MNIST, download_mnist, load_mnist
+
+__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "default_collate",
+           "DataLoader", "MNIST", "load_mnist", "download_mnist", "MNISTFormatError",
+           "DownloadError", "ChecksumError", "read_idx", "write_idx"]
