@@ -225,14 +225,14 @@ def run_backward(root, grad=None, retain_graph=False):
                 f"backward(): grad has shape {tuple(grad.shape)} but the tensor "
                 f"has shape {tuple(root.shape)}")
 
-    stored = set()   # ids of arrays handed to a leaf: never hand one over twice
     if root._node is None:
-        root._accumulate_grad(grad, stored)
+        root._accumulate_grad(grad, set())
         return
 
-    grads = {root._node: grad}
+    sums = _GradientSums()
+    sums.add(root._node, grad)
     for node in topological_order(root._node):
-        grad_out = grads.pop(node, None)
+        grad_out = sums.take(node)
         if grad_out is None:
             continue
         if node.freed:
@@ -244,13 +244,42 @@ def run_backward(root, grad=None, retain_graph=False):
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
         for x, g in zip(node.inputs, input_grads):
-            if g is None or not isinstance(x, _tensor.Tensor) or not x._requires_grad:
-                continue
-            if x._node is None:
-                x._accumulate_grad(g, stored)
-            else:
-                previous = grads.get(x._node)
-                grads[x._node] = g if previous is None else previous + g
+            if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
+                sums.add(x if x._node is None else x._node, g)
         if not retain_graph:
             node.free()
+    stored = set()   # ids of arrays handed to a leaf: never hand one over twice
+    for leaf, g in sums.leaves():
+        leaf._accumulate_grad(g, stored)
 
+
+class _GradientSums:
+    """The gradient arriving at each node (and leaf) so far, summed over paths.
+
+    A sum this pass allocated is *owned* and later contributions are added
+    into it in place; an array that came from a backward (it may be shared,
+    e.g. ``a + b`` hands the same array to both inputs) is never written to.
+    """
+
+    def __init__(self):
+        self._sums = {}
+        self._owned = set()
+
+    def add(self, key, grad):
+        previous = self._sums.get(key)
+        if previous is None:
+            self._sums[key] = grad
+        elif id(previous) in self._owned:
+            previous += grad
+        else:
+            total = previous + grad
+            self._owned.add(id(total))
+            self._sums[key] = total
+
+    def take(self, key):
+        grad = self._sums.pop(key, None)
+        self._owned.discard(id(grad))
+        return grad
+
+    def leaves(self):
+        return [(k, g) for k, g in self._sums.items() if isinstance(k, _tensor.Tensor)]

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from ..autograd import Function, unbroadcast
-from ..backend import get_array_module
 from .elementwise import operand
 
 __all__ = ["matmul", "linear"]
+
+FEW_ROWS = 32
 
 
 def _swap_last(a):
@@ -72,8 +73,10 @@ class Linear(Function):
         ctx.save_for_backward(x, weight)
         ctx.has_bias = bias is not None
         rows = x.reshape(-1, x.shape[-1])
-        # (W xᵀ)ᵀ rather than x Wᵀ: BLAS runs the untransposed W faster for few rows
-        out = (weight @ rows.T).T
+        if rows.shape[0] <= FEW_ROWS:      # BLAS runs x Wᵀ at half speed for few rows;
+            out = (weight @ rows.T).T      # (W xᵀ)ᵀ is the same product, untransposed W
+        else:
+            out = rows @ weight.T
         if bias is not None:
             out += bias
         return out.reshape(x.shape[:-1] + (weight.shape[0],))
@@ -83,10 +86,7 @@ class Linear(Function):
         x, weight = ctx.saved
         grad2 = grad.reshape(-1, grad.shape[-1])
         grad_x = grad @ weight if ctx.needs_input_grad(0) else None
-        grad_w = None
-        if ctx.needs_input_grad(1):
-            xp = get_array_module(grad)
-            grad_w = xp.ascontiguousarray(grad2.T) @ x.reshape(-1, x.shape[-1])
+        grad_w = grad2.T @ x.reshape(-1, x.shape[-1]) if ctx.needs_input_grad(1) else None
         grad_b = grad2.sum(axis=0) if ctx.has_bias and ctx.needs_input_grad(2) else None
         return grad_x, grad_w, grad_b
 
