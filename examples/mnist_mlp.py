@@ -1,0 +1,193 @@
+"""Train the paper's permutation-invariant MNIST MLP with LN, BN or no normalization.
+
+    python examples/mnist_mlp.py --norm layer --batch-size 4 --examples 55000 --out runs/ln4
+
+784-1000-1000-10 ReLU net, normalization on the two hidden layers only, Adam
+(lr 1e-3), pixels in [0, 1]; 55,000 training images (the last 5,000 of the
+60,000 are held out for validation; with the bundled 10,000-image sample, the
+last 1/12 likewise), evaluated on the 10,000 test images with BN in eval mode.
+
+``--out DIR`` writes ``DIR/result.json`` and, while training, an atomic
+``DIR/checkpoint.npz`` that ``--resume`` continues from.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+import tinynet
+from tinynet.data import DataLoader, Subset, load_mnist
+from tinynet.models import MLP, NORMS
+from tinynet.nn import functional as F
+from tinynet.serialization import atomic_write
+
+HELD_OUT_FRACTION = 1 / 12          # 5,000 of MNIST's 60,000 training images
+TRAIN_EXAMPLES = 55_000
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--norm", choices=NORMS, default="layer")
+    parser.add_argument("--batch-size", type=int, default=128)
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--examples", type=int, help="training budget in examples seen "
+                        "(default: one epoch)")
+    budget.add_argument("--epochs", type=float, help="training budget in epochs")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", help="directory holding the four MNIST .gz files "
+                        "(default: $TINYNET_DATA/mnist, ~/.cache/tinynet/mnist, else the "
+                        "bundled sample)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--out", help="directory for result.json and the checkpoint")
+    parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
+    parser.add_argument("--curve-points", type=int, default=8,
+                        help="test NLL evaluations during training (for the learning curve)")
+    parser.add_argument("--checkpoint-every", type=float, default=60.0, help="seconds")
+    parser.add_argument("--no-progress", action="store_true")
+    return parser
+
+
+def load_splits(data_dir=None) -> dict:
+    """Training and validation subsets of the training images, and the test set."""
+    train_full = load_mnist(data_dir, train=True)
+    test = load_mnist(data_dir, train=False)
+    held_out = round(len(train_full) * HELD_OUT_FRACTION)
+    boundary = len(train_full) - held_out
+    return {"train": Subset(train_full, range(boundary)),
+            "valid": Subset(train_full, range(boundary, len(train_full))),
+            "test": test,
+            "source": "bundled sample" if train_full.is_sample else "full MNIST"}
+
+
+@tinynet.no_grad()
+def evaluate(model, dataset, device="cpu", batch_size=1000) -> tuple[float, float]:
+    """(error rate, mean negative log-likelihood) with the model in eval mode."""
+    was_training = model.training
+    model.eval()
+    errors, nll = 0, 0.0
+    for images, labels in DataLoader(dataset, batch_size=batch_size):
+        logits = model(images.to(device))
+        nll += F.cross_entropy(logits, labels.to(device).data, reduction="sum").item()
+        errors += int((logits.argmax(dim=1).cpu().numpy() != labels.numpy()).sum())
+    model.train(was_training)
+    return errors / len(dataset), nll / len(dataset)
+
+
+def write_json(path, data) -> None:
+    with atomic_write(path, "w") as f:
+        json.dump(data, f, indent=2)
+
+
+def _budget(args, train_size) -> int:
+    if args.examples is not None:
+        return args.examples
+    return round((args.epochs if args.epochs is not None else 1) * train_size)
+
+
+def train(args, progress=True) -> dict:
+    """Train one configuration; return (and write, with --out) its result."""
+    splits = load_splits(args.data)
+    train_set = splits["train"]
+    examples = _budget(args, len(train_set))
+    steps = examples // args.batch_size
+    if steps < 1:
+        raise ValueError(f"a budget of {examples} examples is less than one batch of "
+                         f"{args.batch_size}")
+    config = {"norm": args.norm, "batch_size": args.batch_size, "seed": args.seed,
+              "budget": examples, "examples": steps * args.batch_size, "lr": args.lr,
+              "data": splits["source"]}
+    checkpoint_path = os.path.join(args.out, "checkpoint.npz") if args.out else None
+
+    tinynet.manual_seed(args.seed)
+    model = MLP(args.norm).to(args.device)
+    optimizer = tinynet.optim.Adam(model.parameters(), lr=args.lr)
+    loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, drop_last=True,
+                        seed=args.seed)
+    state = {"step": 0, "epoch_start_rng": loader.generator_state(), "seconds": 0.0,
+             "curve": []}
+    if args.resume:
+        if not checkpoint_path or not os.path.exists(checkpoint_path):
+            raise FileNotFoundError(f"--resume: no checkpoint at {checkpoint_path}")
+        saved = tinynet.load(checkpoint_path)
+        if saved["config"] != config:
+            raise ValueError(f"--resume: the checkpoint was made with {saved['config']}, "
+                             f"not {config}")
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        state = saved["state"]
+
+    curve_at = sorted({round(steps * (k + 1) / args.curve_points) for k in range(args.curve_points)})
+    per_epoch = len(loader)
+    bar = _progress(steps, state["step"], enabled=progress and not args.no_progress)
+    last_save = time.perf_counter()
+    while state["step"] < steps:
+        loader.set_generator_state(state["epoch_start_rng"])
+        batches = iter(loader)
+        for _ in range(state["step"] % per_epoch):       # resume inside an epoch
+            next(batches)
+        started = time.perf_counter()
+        for images, labels in batches:
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(images.to(args.device)), labels.to(args.device).data)
+            loss.backward()
+            optimizer.step()
+            state["step"] += 1
+            bar.update(1)
+            if state["step"] % 50 == 0:
+                bar.set_postfix(loss=f"{loss.item():.3f}")
+            if state["step"] in curve_at:
+                state["seconds"] += time.perf_counter() - started
+                _, test_nll = evaluate(model, splits["test"], args.device)
+                state["curve"].append([state["step"] * args.batch_size, test_nll])
+                started = time.perf_counter()
+            if state["step"] >= steps:
+                break
+            if checkpoint_path and time.perf_counter() - last_save > args.checkpoint_every:
+                state["seconds"] += time.perf_counter() - started
+                _save_checkpoint(checkpoint_path, model, optimizer, state, config)
+                last_save = started = time.perf_counter()
+        state["seconds"] += time.perf_counter() - started
+        if state["step"] % per_epoch == 0:
+            state["epoch_start_rng"] = loader.generator_state()
+    bar.close()
+
+    test_error, test_nll = evaluate(model, splits["test"], args.device)
+    valid_error, _ = evaluate(model, splits["valid"], args.device)
+    result = dict(config, test_error=test_error, test_nll=test_nll, valid_error=valid_error,
+                  train_seconds=state["seconds"],
+                  examples_per_second=config["examples"] / max(state["seconds"], 1e-9),
+                  curve=state["curve"])
+    if args.out:
+        _save_checkpoint(checkpoint_path, model, optimizer, state, config)
+        write_json(os.path.join(args.out, "result.json"), result)
+    return result
+
+
+def _save_checkpoint(path, model, optimizer, state, config) -> None:
+    tinynet.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "state": state, "config": config}, path)
+
+
+def _progress(total, initial, enabled):
+    from tqdm import tqdm
+    return tqdm(total=total, initial=initial, disable=not enabled, unit="step",
+                dynamic_ncols=True, mininterval=0.5)
+
+
+def main(argv=None) -> dict:
+    args = build_parser().parse_args(argv)
+    result = train(args)
+    print(f"{args.norm} norm, batch {args.batch_size}, seed {args.seed}, "
+          f"{result['examples']:,} examples ({result['data']}): test error "
+          f"{100 * result['test_error']:.2f}%, test NLL {result['test_nll']:.4f}, "
+          f"{result['examples_per_second']:.0f} examples/s")
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

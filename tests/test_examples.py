@@ -1,0 +1,103 @@
+"""The example scripts end to end, on tiny budgets."""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import tinynet
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
+sys.path.insert(0, os.path.abspath(EXAMPLES))
+
+import batch_size_sweep  # noqa: E402
+import ln_lstm  # noqa: E402
+import mnist_mlp  # noqa: E402
+
+
+def _mlp_args(tmp_path, *extra):
+    return mnist_mlp.build_parser().parse_args(
+        ["--norm", "batch", "--batch-size", "32", "--examples", "256", "--curve-points", "2",
+         "--out", str(tmp_path), "--no-progress", *extra])
+
+
+def test_mnist_mlp_writes_its_result(tmp_path):
+    result = mnist_mlp.train(_mlp_args(tmp_path))
+    saved = json.loads((tmp_path / "result.json").read_text())
+    for field in ("norm", "batch_size", "seed", "examples", "test_error", "test_nll",
+                  "train_seconds", "examples_per_second"):
+        assert saved[field] == result[field]
+    assert saved["examples"] == 256 and 0 <= saved["test_error"] <= 1
+    assert [point[0] for point in saved["curve"]] == [128, 256]
+    assert (tmp_path / "checkpoint.npz").exists()
+
+
+def test_mnist_mlp_resumes_exactly_after_a_crash(tmp_path, monkeypatch):
+    uninterrupted = mnist_mlp.train(_mlp_args(tmp_path / "a"))
+
+    real_step = tinynet.optim.Adam.step
+    calls = {"n": 0}
+
+    def crashing_step(self):
+        calls["n"] += 1
+        if calls["n"] == 6:
+            raise KeyboardInterrupt("simulated crash")
+        real_step(self)
+
+    monkeypatch.setattr(tinynet.optim.Adam, "step", crashing_step)
+    with pytest.raises(KeyboardInterrupt):
+        mnist_mlp.train(_mlp_args(tmp_path / "b", "--checkpoint-every", "0"))
+    monkeypatch.setattr(tinynet.optim.Adam, "step", real_step)
+    assert not (tmp_path / "b" / "result.json").exists()
+    assert tinynet.load(tmp_path / "b" / "checkpoint.npz")["state"]["step"] == 5
+
+    resumed = mnist_mlp.train(_mlp_args(tmp_path / "b", "--resume"))
+    assert resumed["test_nll"] == uninterrupted["test_nll"]
+    assert resumed["test_error"] == uninterrupted["test_error"]
+
+
+def test_resume_refuses_a_different_configuration(tmp_path):
+    mnist_mlp.train(_mlp_args(tmp_path))
+    args = _mlp_args(tmp_path, "--resume", "--seed", "3")
+    with pytest.raises(ValueError, match="checkpoint was made with"):
+        mnist_mlp.train(args)
+
+
+def test_sweep_runs_in_workers_appends_and_skips_done_runs(tmp_path, capsys):
+    argv = ["--norms", "layer", "none", "--batch-sizes", "8", "--seeds", "0",
+            "--examples", "64", "--workers", "2", "--out", str(tmp_path)]
+    assert batch_size_sweep.main(argv) == 0
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert sorted(json.loads(l)["norm"] for l in lines) == ["layer", "none"]
+    assert (tmp_path / "sweep.csv").read_text().startswith("norm,batch_size,seeds,test_error_pct")
+    assert (tmp_path / "figure6.png").stat().st_size > 1000
+    capsys.readouterr()
+    assert batch_size_sweep.main(argv) == 0
+    assert "2 already done, 0 to run" in capsys.readouterr().out
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 2
+
+
+def test_sweep_summary_means_over_seeds():
+    runs = [dict(norm="layer", batch_size=4, test_error=e, test_nll=n, examples_per_second=10.0)
+            for e, n in ((0.04, 0.2), (0.06, 0.4))]
+    (row,) = batch_size_sweep.summarize(runs)
+    assert row["seeds"] == 2 and row["test_error_pct"] == pytest.approx(5.0)
+    assert row["test_error_spread_pct"] == pytest.approx(2.0) and row["test_nll"] == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("task", ["mnist", "adding"])
+def test_ln_lstm_script(tmp_path, task):
+    argv = ["--task", task, "--norm", "all", "--steps", "4", "--eval-every", "2",
+            "--eval-images", "100", "--hidden", "16", "--length", "8", "--out", str(tmp_path),
+            "--no-progress"]
+    assert ln_lstm.main(argv) == 0
+    for norm in ("none", "layer", "batch"):
+        result = json.loads((tmp_path / norm / "result.json").read_text())
+        assert result["norm"] == norm and result["steps"] == 4 and result["seconds_per_step"] > 0
+        assert [p[0] for p in result["curve"]] == [2, 4]
+        if task == "mnist":
+            assert 0 <= result["test_accuracy"] <= 1
+        else:
+            assert np.isfinite([result["mse_at_T"], result["mse_at_2T"], result["mse_at_4T"]]).all()
+    assert (tmp_path / "curves.png").exists()
