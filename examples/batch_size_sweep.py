@@ -14,6 +14,7 @@ loses only the runs in flight. At the end it prints a table and writes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -87,10 +88,20 @@ def _key(record) -> tuple:
     return tuple(record[k] for k in KEY_FIELDS)
 
 
-def _pin_one_thread() -> None:
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                "NUMBA_NUM_THREADS"):
-        os.environ[var] = "1"
+@contextlib.contextmanager
+def _one_thread_per_worker():
+    """Workers started inside inherit these variables; this process keeps its own."""
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update({name: "1" for name in names})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_sweep(args) -> list[dict]:
@@ -103,10 +114,11 @@ def run_sweep(args) -> list[dict]:
     todo = [job for job in jobs if _key(dict(job, data=source)) not in done]
     print(f"{len(jobs)} configurations on {source}: {len(jobs) - len(todo)} already done, "
           f"{len(todo)} to run with {args.workers} worker(s)", flush=True)
-    _pin_one_thread()                       # inherited by the workers
     started = time.perf_counter()
     context = multiprocessing.get_context("spawn")
-    with context.Pool(max(1, min(args.workers, len(todo) or 1))) as pool:
+    with _one_thread_per_worker():
+        pool = context.Pool(max(1, min(args.workers, len(todo) or 1)))
+    with pool:
         for result in pool.imap_unordered(run_one, todo):
             append_result(results_path, result)
             print(f"  done: {result['norm']:>5} norm, batch {result['batch_size']:>3}, seed "

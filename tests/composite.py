@@ -1,5 +1,6 @@
 """Teaching counterparts built from primitive ops, used to check the fused ones."""
-import tinynet
+__all__ = ["composite_layer_norm", "normalize_over_time", "composite_batch_norm_train",
+           "composite_lstm_cell"]
 
 
 def composite_layer_norm(x, weight, bias, eps=1e-5):
@@ -24,4 +25,15 @@ def composite_batch_norm_train(x, weight, bias, eps=1e-5):
     return (x - mean) / (var + eps).sqrt() * weight + bias
 
 
-__all__ = ["composite_layer_norm", "normalize_over_time", "composite_batch_norm_train", "tinynet"]
+
+def composite_lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, norms=None, step=0):
+    """One LSTM step from primitive ops: the teaching form of nn.recurrent.lstm_cell."""
+    if norms is None:
+        gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh
+    else:
+        gates = (norms.normalize("ih", x @ weight_ih.T, step)
+                 + norms.normalize("hh", h @ weight_hh.T, step) + bias_ih + bias_hh)
+    i, f, g, o = gates.chunk(4, dim=1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    c_read = c if norms is None else norms.normalize("cell", c, step)
+    return o.sigmoid() * c_read.tanh(), c

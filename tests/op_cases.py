@@ -137,3 +137,10 @@ CASES = [
     OpCase("mlp", lambda lib, x, w1, w2: ((x @ w1).relu() @ w2).log_softmax(dim=1),
            ((5, 4), (4, 6), (6, 3)), "away_from_zero"),
 ]
+
+CASES += [
+    OpCase("unbind", lambda lib, a: a.unbind(1), ((3, 4, 2),)),
+    OpCase("unbind_partial_use", lambda lib, a: a.unbind(0)[1] * 2, ((3, 4),)),
+    OpCase("split_partial_use", lambda lib, a: a.split([1, 2, 1], dim=1)[2], ((3, 4),)),
+    OpCase("chunk_reuse", lambda lib, a: a.chunk(2, dim=0)[0] * a.chunk(2, dim=0)[1], ((4, 3),)),
+]

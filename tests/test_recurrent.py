@@ -91,3 +91,37 @@ def test_lstm_parameter_names_follow_pytorch():
 def test_unknown_norm_is_refused():
     with pytest.raises(ValueError, match="norm must be one of"):
         nn.LSTM(2, 3, norm="group")
+
+
+@pytest.mark.parametrize("norm", [None, "layer", "batch"])
+def test_fused_lstm_step_matches_the_composite_one(norm):
+    from composite import composite_lstm_cell
+    from tinynet.nn.recurrent import lstm_cell
+    cell = nn.LSTMCell(3, 5, norm=norm, max_steps=3, dtype=tinynet.float64)
+    rng = np.random.default_rng(0)
+    x, h0, c0 = (rng.standard_normal(s) for s in ((4, 3), (4, 5), (4, 5)))
+    results = []
+    for fused in (True, False):
+        cell.zero_grad()
+        inputs = [tinynet.tensor(a, requires_grad=True) for a in (x, h0, c0)]
+        if fused:
+            h, c = lstm_cell(*inputs, cell.weight_ih, cell.weight_hh,
+                             cell.bias_ih + cell.bias_hh, cell.norms, 1)
+        else:
+            h, c = composite_lstm_cell(*inputs, cell.weight_ih, cell.weight_hh, cell.bias_ih,
+                                       cell.bias_hh, cell.norms, 1)
+        (h * h + c).sum().backward()
+        results.append([h.numpy(), c.numpy()] + [t.grad.numpy() for t in inputs]
+                       + [p.grad.numpy() for p in cell.parameters()])
+    for fused, composite in zip(*results):
+        np.testing.assert_allclose(fused, composite, rtol=1e-10, atol=1e-12)
+
+
+def test_fused_lstm_ops_gradcheck():
+    from tinynet.ops.recurrent import LSTMCellUpdate, LSTMOutput
+    from tinynet.testing import gradcheck
+    rng = np.random.default_rng(1)
+    gates = tinynet.tensor(rng.standard_normal((3, 8)), requires_grad=True)
+    c = tinynet.tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    assert gradcheck(LSTMCellUpdate.apply, [gates, c])
+    assert gradcheck(LSTMOutput.apply, [gates, c])

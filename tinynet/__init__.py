@@ -18,7 +18,7 @@ from .creation import (arange, bool_, empty, float32, float64, from_numpy, full,
 from .ops import (abs, argmax, argmin, cat, chunk, clamp, clip, concatenate, exp, flatten,
                   log, log_softmax, logsumexp, matmul, max, maximum, mean, min, minimum,
                   permute, relu, reshape, sigmoid, softmax, split, sqrt, squeeze, stack,
-                  std, sum, tanh, transpose, unsqueeze, var, where)
+                  std, sum, tanh, transpose, unbind, unsqueeze, var, where)
 from .serialization import load, save
 
 __version__ = "0.1.0"

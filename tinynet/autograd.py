@@ -9,6 +9,10 @@ on *raw arrays* (NumPy or CuPy):
   given dL/d(output) it returns dL/d(input) for every positional input
   (``None`` where an input needs no gradient).
 
+A forward may return a tuple of arrays (``split``, ``unbind``): the op then
+has several output tensors, and its backward receives one gradient per
+output, ``None`` for an output that no gradient reached.
+
 ``Function.apply`` runs ``forward`` and, when gradients are wanted, records
 the call as a node of the graph: the ``ctx`` object remembers the function and
 its input tensors. ``Tensor.backward`` then walks the graph from the output
@@ -91,6 +95,7 @@ class Context:
     """
 
     freed = False
+    num_outputs = 1
 
     def save_for_backward(self, *arrays):
         self.saved = arrays
@@ -101,9 +106,9 @@ class Context:
         return isinstance(x, _tensor.Tensor) and x._requires_grad
 
     def free(self):
-        fn = self.fn
+        fn, num_outputs = self.fn, self.num_outputs
         self.__dict__.clear()
-        self.fn, self.freed = fn, True
+        self.fn, self.num_outputs, self.freed = fn, num_outputs, True
 
 
 class Function:
@@ -137,13 +142,21 @@ class Function:
             _check_same_device(cls, arrays)
         ctx = Context()
         output = cls.forward(ctx, *arrays, **params)
-        if isinstance(output, _np.generic):      # NumPy turns 0-d results into scalars
-            output = _np.asarray(output)
-        if requires_grad and _grad_enabled:
+        record = requires_grad and _grad_enabled
+        if record:
             ctx.fn = cls
             ctx.inputs = inputs
-            return Tensor._make(output, True, ctx)
-        return Tensor._make(output, False, None)
+        if type(output) is tuple:
+            if record:
+                ctx.num_outputs = len(output)
+            return tuple(Tensor._make(_as_array(o), record, ctx if record else None, i)
+                         for i, o in enumerate(output))
+        return Tensor._make(_as_array(output), record, ctx if record else None)
+
+
+def _as_array(output):
+    """NumPy turns 0-d results into scalars; keep them arrays."""
+    return _np.asarray(output) if isinstance(output, _np.generic) else output
 
 
 def _check_same_device(fn, arrays):
@@ -230,27 +243,41 @@ def run_backward(root, grad=None, retain_graph=False):
         return
 
     sums = _GradientSums()
-    sums.add(root._node, grad)
+    sums.add(_sum_key(root), grad)
     for node in topological_order(root._node):
-        grad_out = sums.take(node)
-        if grad_out is None:
-            continue
+        if node.num_outputs == 1:
+            grads_out = (sums.take(node),)
+            if grads_out[0] is None:
+                continue
+        else:
+            grads_out = tuple(sums.take((node, i)) for i in range(node.num_outputs))
+            if all(g is None for g in grads_out):
+                continue
         if node.freed:
             raise RuntimeError(
                 "Trying to backward through the graph a second time: its saved "
                 "values were freed after the first backward. Call "
                 "backward(retain_graph=True) the first time if you need to.")
-        input_grads = node.fn.backward(node, grad_out)
+        input_grads = node.fn.backward(node, *grads_out)
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
         for x, g in zip(node.inputs, input_grads):
             if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
-                sums.add(x if x._node is None else x._node, g)
+                sums.add(_sum_key(x), g)
         if not retain_graph:
             node.free()
     stored = set()   # ids of arrays handed to a leaf: never hand one over twice
     for leaf, g in sums.leaves():
         leaf._accumulate_grad(g, stored)
+
+
+def _sum_key(x):
+    """Where the gradients reaching tensor ``x`` are summed: the leaf itself, its
+    node, or (node, position) for one output of a node with several."""
+    node = x._node
+    if node is None:
+        return x
+    return node if node.num_outputs == 1 else (node, x._output)
 
 
 class _GradientSums:

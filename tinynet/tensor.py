@@ -24,7 +24,7 @@ def _is_float_dtype(dtype) -> bool:
 
 
 class Tensor:
-    __slots__ = ("data", "grad", "_requires_grad", "_node", "__weakref__")
+    __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "__weakref__")
 
     # Make NumPy hand mixed expressions (ndarray + Tensor) over to Tensor.
     __array_ufunc__ = None
@@ -35,6 +35,7 @@ class Tensor:
         self.data = _to_array(data, dtype, device)
         self.grad = None
         self._node = None
+        self._output = 0
         self._requires_grad = False
         self.requires_grad = requires_grad
 
@@ -46,13 +47,17 @@ class Tensor:
         return t
 
     @classmethod
-    def _make(cls, data, requires_grad=False, node=None):
-        """Wrap an array without copying or checking (used by every op)."""
+    def _make(cls, data, requires_grad=False, node=None, output=0):
+        """Wrap an array without copying or checking (used by every op).
+
+        ``output`` is this tensor's position among the outputs of ``node``.
+        """
         t = object.__new__(cls)
         t.data = data
         t.grad = None
         t._requires_grad = requires_grad
         t._node = node
+        t._output = output
         return t
 
     # ------------------------------------------------------------------ autograd
@@ -313,6 +318,7 @@ class Tensor:
     def unsqueeze(self, dim): return ops.unsqueeze(self, dim)
     def expand(self, *sizes): return ops.expand(self, *sizes)
     def split(self, split_size_or_sections, dim=0): return ops.split(self, split_size_or_sections, dim)
+    def unbind(self, dim=0): return ops.unbind(self, dim)
     def chunk(self, chunks, dim=0): return ops.chunk(self, chunks, dim)
 
     def t(self):

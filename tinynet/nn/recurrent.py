@@ -33,12 +33,13 @@ from __future__ import annotations
 
 from .. import creation
 from ..ops import stack
+from ..ops.recurrent import LSTMCellUpdate, LSTMOutput
 from . import functional as F
 from . import init
 from .module import Module, Parameter
 from .normalization import LayerNorm, StepwiseBatchNorm
 
-__all__ = ["LSTMCell", "LSTM", "GateNorms", "lstm_cell"]
+__all__ = ["LSTMCell", "LSTM", "GateNorms", "lstm_cell", "input_gates", "recurrent_step"]
 
 NORMS = (None, "layer", "batch")
 
@@ -65,19 +66,41 @@ class GateNorms(Module):
         return module(x, step) if self.stepwise else module(x)
 
 
-def lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, norms=None, step=0):
-    """One LSTM step; returns (h_t, c_t). ``norms`` is a GateNorms or None."""
+def input_gates(x, weight_ih, bias=None, norms=None, step=0):
+    """The input's part of the gate pre-activations: W x + b, or N(W x) + b.
+
+    ``x`` may hold many time steps at once, (..., I): layer normalization
+    still takes its statistics per row, i.e. per sample and per step.
+    """
     if norms is None:
-        gates = F.linear(x, weight_ih, bias_ih) + F.linear(h, weight_hh, bias_hh)
-    else:
-        gates = (norms.normalize("ih", F.linear(x, weight_ih), step)
-                 + norms.normalize("hh", F.linear(h, weight_hh), step))
-        if bias_ih is not None:
-            gates = gates + bias_ih + bias_hh
-    i, f, g, o = gates.chunk(4, dim=1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return F.linear(x, weight_ih, bias)
+    gates = norms.normalize("ih", F.linear(x, weight_ih), step)
+    return gates if bias is None else gates + bias
+
+
+def recurrent_step(x_gates, h, c, weight_hh, norms=None, step=0):
+    """One LSTM step from the input's part of the gates; returns (h_t, c_t).
+
+    The pointwise part runs as two fused nodes (``tinynet.ops.recurrent``).
+    """
+    h_gates = F.linear(h, weight_hh)
+    if norms is not None:
+        h_gates = norms.normalize("hh", h_gates, step)
+    gates = x_gates + h_gates
+    c = LSTMCellUpdate.apply(gates, c)
     c_read = c if norms is None else norms.normalize("cell", c, step)
-    return o.sigmoid() * c_read.tanh(), c
+    return LSTMOutput.apply(gates, c_read), c
+
+
+def lstm_cell(x, h, c, weight_ih, weight_hh, bias=None, norms=None, step=0):
+    """One LSTM step; returns (h_t, c_t). ``bias`` is b_ih + b_hh (or None),
+    ``norms`` a GateNorms (or None for the plain LSTM)."""
+    return recurrent_step(input_gates(x, weight_ih, bias, norms, step), h, c, weight_hh,
+                          norms, step)
+
+
+def _combined_bias(bias_ih, bias_hh):
+    return None if bias_ih is None else bias_ih + bias_hh
 
 
 def _check_norm(norm):
@@ -128,8 +151,8 @@ class LSTMCell(Module):
                 raise ValueError(
                     f"LSTMCell: state {name} has shape {tuple(t.shape)}, expected "
                     f"({batch}, {self.hidden_size})")
-        return lstm_cell(x, hx[0], hx[1], self.weight_ih, self.weight_hh, self.bias_ih,
-                         self.bias_hh, self.norms, step)
+        return lstm_cell(x, hx[0], hx[1], self.weight_ih, self.weight_hh,
+                         _combined_bias(self.bias_ih, self.bias_hh), self.norms, step)
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}, norm={self.norm!r}"
@@ -175,26 +198,32 @@ class LSTM(Module):
 
     def forward(self, x, hx=None):
         batch = self._check_input(x, hx)
-        steps = x.shape[1] if self.batch_first else x.shape[0]
-        inputs = [x[:, t] if self.batch_first else x[t] for t in range(steps)]
+        time_axis = 1 if self.batch_first else 0
+        sequence = x
         final_h, final_c = [], []
         for layer in range(self.num_layers):
             if hx is None:
                 h = c = _zeros_state(batch, self.hidden_size, x)
             else:
                 h, c = hx[0][layer], hx[1][layer]
-            weights = [getattr(self, f"{name}_l{layer}")
-                       for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+            weight_ih, weight_hh, bias_ih, bias_hh = (
+                getattr(self, f"{name}_l{layer}")
+                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+            bias = _combined_bias(bias_ih, bias_hh)
             norms = getattr(self, f"norms_l{layer}")
+            if norms is not None and norms.stepwise:      # per-step batch statistics
+                steps = [input_gates(x_t, weight_ih, bias, norms, t)
+                         for t, x_t in enumerate(sequence.unbind(time_axis))]
+            else:                                         # all steps in one product
+                steps = input_gates(sequence, weight_ih, bias, norms).unbind(time_axis)
             outputs = []
-            for t, x_t in enumerate(inputs):
-                h, c = lstm_cell(x_t, h, c, *weights, norms, t)
+            for t, x_gates in enumerate(steps):
+                h, c = recurrent_step(x_gates, h, c, weight_hh, norms, t)
                 outputs.append(h)
-            inputs = outputs
+            sequence = stack(outputs, dim=time_axis)
             final_h.append(h)
             final_c.append(c)
-        output = stack(inputs, dim=1 if self.batch_first else 0)
-        return output, (stack(final_h), stack(final_c))
+        return sequence, (stack(final_h), stack(final_c))
 
     def extra_repr(self):
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "

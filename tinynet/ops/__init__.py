@@ -8,4 +8,4 @@ from .random import dropout
 from .reduction import (argmax, argmin, log_softmax, logsumexp, max, mean, min, softmax,
                         std, sum, var)
 from .shape import (cat, chunk, concatenate, expand, flatten, getitem, permute, reshape,
-                    split, squeeze, stack, transpose, unsqueeze, view)
+                    split, squeeze, stack, transpose, unbind, unsqueeze, view)

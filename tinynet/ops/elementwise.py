@@ -326,14 +326,18 @@ class Tanh(Function):
         return grad * (1 - out * out)
 
 
-class Sigmoid(Function):
+def sigmoid_array(x):
     """σ(x) = 1 / (1 + e^-x), computed as (1 + tanh(x/2)) / 2: no overflow."""
+    out = get_array_module(x).tanh(x * 0.5)
+    out *= 0.5
+    out += 0.5
+    return out
 
+
+class Sigmoid(Function):
     @staticmethod
     def forward(ctx, x):
-        out = get_array_module(x).tanh(x * 0.5)
-        out *= 0.5
-        out += 0.5
+        out = sigmoid_array(x)
         ctx.save_for_backward(out)
         return out
 

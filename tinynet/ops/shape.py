@@ -15,7 +15,7 @@ from ..tensor import Tensor
 from .reduction import normalize_axis
 
 __all__ = ["reshape", "permute", "transpose", "flatten", "squeeze", "unsqueeze",
-           "expand", "getitem", "cat", "concatenate", "stack", "split", "chunk"]
+           "expand", "getitem", "cat", "concatenate", "stack", "split", "chunk", "unbind"]
 
 
 def _sizes(args) -> tuple:
@@ -120,6 +120,48 @@ class Cat(Function):
     def backward(ctx, grad):
         axis, boundaries = ctx.meta
         return tuple(get_array_module(grad).split(grad, boundaries, axis=axis))
+
+
+class Split(Function):
+    """Pieces of x along ``axis``, cut at ``boundaries``: one node, many outputs."""
+
+    @staticmethod
+    def forward(ctx, x, axis, boundaries):
+        ctx.meta = (x.shape, x.dtype, axis, boundaries)
+        return tuple(get_array_module(x).split(x, boundaries, axis=axis))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        shape, dtype, axis, boundaries = ctx.meta
+        xp = get_array_module(*[g for g in grads if g is not None])
+        edges = [0, *boundaries, shape[axis]]
+        pieces = [g if g is not None else
+                  xp.zeros(shape[:axis] + (stop - start,) + shape[axis + 1:], dtype)
+                  for g, start, stop in zip(grads, edges, edges[1:])]
+        return xp.concatenate(pieces, axis=axis), None, None
+
+
+class Unbind(Function):
+    """The slices ``x[..., i, ...]`` along ``axis``: one node, one output per slice."""
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        ctx.meta = (x.shape, x.dtype, axis)
+        return tuple(get_array_module(x).moveaxis(x, axis, 0))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        shape, dtype, axis = ctx.meta
+        xp = get_array_module(*[g for g in grads if g is not None])
+        zero = None
+        slices = []
+        for g in grads:
+            if g is None:
+                if zero is None:
+                    zero = xp.zeros(shape[:axis] + shape[axis + 1:], dtype)
+                g = zero
+            slices.append(g)
+        return xp.stack(slices, axis=axis), None
 
 
 class Stack(Function):
@@ -230,12 +272,12 @@ def split(x, split_size_or_sections, dim=0):
             raise ValueError(
                 f"split: sections {sections} sum to {sum(sections)}, but dimension "
                 f"{axis} has size {length}")
-    pieces, start = [], 0
-    for n in sections:
-        index = (slice(None),) * axis + (slice(start, start + n),)
-        pieces.append(GetItem.apply(x, index))
-        start += n
-    return tuple(pieces)
+    return Split.apply(x, axis, [int(b) for b in np.cumsum(sections)[:-1]])
+
+
+def unbind(x, dim=0):
+    """The slices along ``dim``, as a tuple (``torch.unbind``)."""
+    return Unbind.apply(x, normalize_axis(dim, x.ndim))
 
 
 def chunk(x, chunks, dim=0):
