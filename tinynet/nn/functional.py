@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import numbers
 
+from ..backend import get_backend
 from ..ops import dropout, linear, log_softmax, relu, sigmoid, softmax, tanh
 from ..ops.loss import CrossEntropyFunction, check_class_targets
 from ..ops.normalization import BatchNormFunction, LayerNormFunction
@@ -29,21 +30,23 @@ def _reduce(losses, reduction):
     return losses
 
 
-def _target_array(target):
-    return target.data if isinstance(target, Tensor) else target
+def _target_array(target, like):
+    """Class indices as an array on the same device as ``like``."""
+    array = target.data if isinstance(target, Tensor) else target
+    return get_backend(like.device).asarray(array)
 
 
 def cross_entropy(input, target, reduction: str = "mean"):
     """Softmax cross-entropy from logits (N, C) and class indices (N,)."""
     _check_reduction(reduction)
-    target = _target_array(target)
+    target = _target_array(target, input)
     check_class_targets(input.shape, target, "cross_entropy")
     return CrossEntropyFunction.apply(input, target, reduction)
 
 
 def nll_loss(input, target, reduction: str = "mean"):
     """Negative log-likelihood of log-probabilities (N, C) at class indices (N,)."""
-    target = _target_array(target)
+    target = _target_array(target, input)
     check_class_targets(input.shape, target, "nll_loss")
     rows = range(input.shape[0])
     return _reduce(-input[list(rows), target], reduction)
