@@ -32,23 +32,36 @@ def try_import_torch():
 
 def median_time(fn, repeat: int = 7, min_time: float = 0.05) -> float:
     """Median seconds per call of ``fn`` over ``repeat`` rounds of ≥ ``min_time`` each."""
-    fn()                                   # warm up (compilation, caches)
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_time:
-            break
-        number *= 2
-    rounds = []
+    return median_times({"fn": fn}, repeat, min_time)["fn"]
+
+
+def median_times(functions: dict, repeat: int = 7, min_time: float = 0.05) -> dict:
+    """:func:`median_time` of several functions, measured in interleaved rounds.
+
+    Each round times every function once (a batch of calls of ≥ ``min_time``),
+    so that a slow spell of a shared machine hits all of them alike and their
+    ratios stay meaningful. Returns {name: median seconds per call}.
+    """
+    numbers = {}
+    for name, fn in functions.items():
+        fn()                               # warm up (compilation, caches)
+        number = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            if time.perf_counter() - start >= min_time:
+                break
+            number *= 2
+        numbers[name] = number
+    rounds = {name: [] for name in functions}
     for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        rounds.append((time.perf_counter() - start) / number)
-    return statistics.median(rounds)
+        for name, fn in functions.items():
+            start = time.perf_counter()
+            for _ in range(numbers[name]):
+                fn()
+            rounds[name].append((time.perf_counter() - start) / numbers[name])
+    return {name: statistics.median(times) for name, times in rounds.items()}
 
 
 def print_table(title: str, headers: list[str], rows: list[list]) -> None:

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The GPU checks in one go (a few minutes): the CUDA kernel tests on the GPU
+# (simulator off), then the GPU benchmark; a short summary table comes last.
+#
+#   bash benchmarks/gpu_check.sh            # from anywhere; PYTHON=... to choose Python
+#
+# Needs numpy, numba, numba-cuda, CuPy and pytest (torch with CUDA: optional).
+# Works with tinynet installed from this checkout or straight from the source
+# tree. tinynet.kernels is the top-level kernels/ folder (setup.cfg's
+# package_dir), so without an install a temporary folder of symlinks puts
+# tinynet/ and kernels/ together on PYTHONPATH; nothing gets installed.
+# Python runs outside the checkout, where its tinynet/ (no kernels/) would
+# otherwise shadow that folder.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+PYTHON=${PYTHON:-python3}
+if [[ $PYTHON == */* ]]; then                # a path: keep it valid after the cd below
+    PYTHON="$(cd "$(dirname "$PYTHON")" && pwd)/$(basename "$PYTHON")"
+fi
+export NUMBA_ENABLE_CUDASIM=0            # the real GPU, not the simulator
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+from_this_checkout="import os, tinynet.kernels as k
+assert os.path.realpath(k.__file__).startswith(os.path.realpath('$repo/kernels'))"
+if ! "$PYTHON" -c "$from_this_checkout" 2>/dev/null; then
+    mkdir "$work/tinynet"
+    for entry in "$repo"/tinynet/*; do ln -s "$entry" "$work/tinynet/$(basename "$entry")"; done
+    ln -s "$repo/kernels" "$work/tinynet/kernels"
+    export PYTHONPATH="$work${PYTHONPATH:+:$PYTHONPATH}"
+    if ! "$PYTHON" -c "$from_this_checkout"; then
+        echo "gpu_check: cannot import tinynet from $repo with $PYTHON" >&2
+        exit 1
+    fi
+    echo "gpu_check: using tinynet from the source tree (no install)"
+fi
+if ! "$PYTHON" -c 'import sys, tinynet; sys.exit(0 if tinynet.cuda_is_available() else 1)'; then
+    echo "gpu_check: no GPU here (needs CuPy and a CUDA device); nothing checked" >&2
+    exit 1
+fi
+
+status=0
+timeout 200 "$PYTHON" -m pytest -q -p no:cacheprovider --rootdir "$repo" \
+    "$repo/tests/test_kernels_cuda.py" 2>&1 | tee "$work/tests.log" || status=$?
+tests=$(grep -E "passed|failed|error|skipped" "$work/tests.log" | tail -1 || true)
+
+timeout 120 "$PYTHON" "$repo/benchmarks/layernorm.py" --gpu-only || status=$?
+
+printf '\n| GPU check | result |\n|-----------|--------|\n'
+printf '| tests/test_kernels_cuda.py | %s |\n' "${tests:-did not finish}"
+printf '| exit status | %s |\n' "$status"
+exit "$status"

@@ -1,0 +1,42 @@
+"""Argument checks shared by the CPU and CUDA kernels (plain Python: they work on
+NumPy and CuPy arrays alike)."""
+from __future__ import annotations
+
+import numpy as np
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def check_layer_norm_input(x, what="x"):
+    """Raise ValueError unless ``x`` is a 2-D float32/float64 array with H ≥ 1."""
+    if x.ndim != 2:
+        raise ValueError(f"layer norm kernels take 2-D (rows, H) arrays; "
+                         f"{what} has shape {tuple(x.shape)}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"layer norm kernels take float32 or float64; {what} is {x.dtype}")
+    if x.shape[1] == 0:
+        raise ValueError(f"layer norm needs H ≥ 1 features per row; {what} has shape "
+                         f"{tuple(x.shape)}")
+
+
+def check_same_layout(name, a, x):
+    """Raise ValueError unless ``a`` has the shape and dtype of ``x``."""
+    if tuple(a.shape) != tuple(x.shape) or a.dtype != x.dtype:
+        raise ValueError(f"{name} must match x: shape {tuple(x.shape)} and dtype {x.dtype}; "
+                         f"got shape {tuple(a.shape)} and dtype {a.dtype}")
+
+
+def check_parameter(name, p, x):
+    """Raise ValueError unless ``p`` is None or an (H,) array of x's dtype."""
+    if p is not None and (tuple(p.shape) != (x.shape[1],) or p.dtype != x.dtype):
+        raise ValueError(f"{name} must have shape ({x.shape[1]},) and dtype {x.dtype} "
+                         f"(x has shape {tuple(x.shape)}); got shape {tuple(p.shape)} "
+                         f"and dtype {p.dtype}")
+
+
+def check_row_statistics(mean, rstd, x):
+    """Raise ValueError unless ``mean`` and ``rstd`` hold one number per row of x."""
+    for name, s in (("mean", mean), ("rstd", rstd)):
+        if tuple(s.shape) != (x.shape[0],):
+            raise ValueError(f"{name} must have shape ({x.shape[0]},), one value per row "
+                             f"of x {tuple(x.shape)}; got shape {tuple(s.shape)}")

@@ -1,0 +1,216 @@
+"""The Numba CPU kernels (tinynet.kernels.cpu) against the NumPy reference, the spec."""
+import numpy as np
+import pytest
+
+from tinynet.kernels import cpu, reference
+
+RTOL = {np.float32: 1e-5, np.float64: 1e-12}
+EPS = 1e-5
+AWKWARD_H = (1, 7, 31, 32, 33, 1000, 1024, 4097, 65536)
+# A few rows of every awkward H, one row, and many rows; the larger ones take
+# the parallel path (cpu.PARALLEL_MIN_ELEMENTS), the smaller the serial one.
+SHAPES = [(3, H) for H in AWKWARD_H] + [(1, 1), (1, 1024), (300, 256), (2000, 33)]
+
+
+def layer_norm_inputs(shape, dtype, offset=0.0, seed=0):
+    """x (offset + N(0, 1)), gain, bias and dy of one shape and dtype."""
+    rng = np.random.default_rng(seed)
+    x = (offset + rng.standard_normal(shape)).astype(dtype)
+    gain = (1 + 0.5 * rng.standard_normal(shape[1])).astype(dtype)
+    bias = rng.standard_normal(shape[1]).astype(dtype)
+    dy = rng.standard_normal(shape).astype(dtype)
+    return x, gain, bias, dy
+
+
+def assert_close(actual, expected, rtol, scale=None):
+    """Elementwise, with a tolerance scaled by the largest expected magnitude."""
+    expected = np.asarray(expected)
+    if scale is None:
+        scale = np.max(np.abs(expected)) if expected.size else 0.0
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale)
+
+
+def assert_matches_reference(x, gain, bias, dy, rtol):
+    """Forward and backward of the kernels equal the reference's to ``rtol``."""
+    y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    ref_y, ref_mean, ref_rstd = reference.layer_norm_forward(x, gain, bias, EPS)
+    assert y.dtype == x.dtype and mean.dtype == rstd.dtype == np.float64
+    assert y.shape == x.shape and mean.shape == rstd.shape == (x.shape[0],)
+    assert_close(y, ref_y, rtol)
+    assert_close(mean, ref_mean, rtol, scale=np.max(np.abs(x)))   # μ ≈ 0 is exact only to |x|
+    assert_close(rstd, ref_rstd, rtol)
+
+    grads = cpu.layer_norm_backward(dy, x, mean, rstd, gain)
+    ref_grads = reference.layer_norm_backward(dy, x, ref_mean, ref_rstd, gain)
+    for actual, expected in zip(grads, ref_grads):
+        if expected is None:
+            assert actual is None
+        else:
+            assert actual.dtype == expected.dtype
+            assert_close(actual, expected, rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("offset", [0.0, 1e3], ids=["centered", "offset"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_kernels_match_the_reference(shape, offset, dtype):
+    x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset)
+    assert_matches_reference(x, gain, bias, dy, RTOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_without_gain_or_bias(dtype):
+    x, gain, bias, dy = layer_norm_inputs((5, 33), dtype)
+    assert_matches_reference(x, None, None, dy, RTOL[dtype])
+    assert_matches_reference(x, gain, None, dy, RTOL[dtype])
+    y, _, _ = cpu.layer_norm_forward(x, None, bias, EPS)
+    assert_close(y, reference.layer_norm_forward(x, None, bias, EPS)[0], RTOL[dtype])
+
+
+def test_non_contiguous_inputs_are_made_contiguous():
+    x, gain, bias, dy = layer_norm_inputs((6, 40), np.float64)
+    assert_matches_reference(x[::2, ::2], gain[::2], bias[::2], dy[::2, ::2], 1e-12)
+    assert_matches_reference(x.T.copy().T, gain, bias, np.asfortranarray(dy), 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_constant_row_gives_the_bias_and_finite_gradients(dtype):
+    x, gain, bias, dy = layer_norm_inputs((3, 50), dtype)
+    x[1] = 7.0
+    y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    np.testing.assert_array_equal(y[1], bias)
+    assert mean[1] == 7.0 and rstd[1] == pytest.approx(1 / np.sqrt(EPS))
+    for grad in cpu.layer_norm_backward(dy, x, mean, rstd, gain):
+        assert np.all(np.isfinite(grad))
+
+
+@pytest.mark.parametrize("shape", [(4, 1000), (100, 1024)], ids=["serial", "parallel"])
+def test_nan_reaches_its_row_and_stays_there(shape):
+    x, gain, bias, dy = layer_norm_inputs(shape, np.float32)
+    x[1, 3] = np.nan
+    y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    assert np.all(np.isnan(y[1])) and np.isnan(mean[1]) and np.isnan(rstd[1])
+    assert np.all(np.isfinite(np.delete(y, 1, axis=0)))
+
+    x[1, 3] = 0.0
+    dy[2, 5] = np.nan
+    y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    dx, dgain, dbias = cpu.layer_norm_backward(dy, x, mean, rstd, gain)
+    assert np.all(np.isnan(dx[2])) and np.all(np.isfinite(np.delete(dx, 2, axis=0)))
+    assert np.isnan(dgain[5]) and np.isnan(dbias[5])
+    assert np.all(np.isfinite(np.delete(dgain, 5))) and np.all(np.isfinite(np.delete(dbias, 5)))
+
+
+@pytest.mark.parametrize("shape", [(2000, 33), (7, 1024), (3, 4097)], ids=str)
+def test_serial_and_parallel_paths_agree_bit_for_bit(shape, monkeypatch):
+    """dgain/dbias are summed per chunk of rows, not per thread: same bits either way."""
+    x, gain, bias, dy = layer_norm_inputs(shape, np.float32, offset=3.0)
+    results = []
+    for parallel in (False, True):
+        monkeypatch.setattr(cpu, "_use_parallel", lambda size, parallel=parallel: parallel)
+        y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+        results.append((y, mean, rstd) + cpu.layer_norm_backward(dy, x, mean, rstd, gain))
+    for serial, parallel in zip(*results):
+        np.testing.assert_array_equal(serial, parallel)
+
+
+def test_empty_batch():
+    x = np.zeros((0, 5), np.float32)
+    y, mean, rstd = cpu.layer_norm_forward(x, None, None, EPS)
+    assert y.shape == (0, 5) and mean.shape == rstd.shape == (0,)
+    dx, dgain, dbias = cpu.layer_norm_backward(x, x, mean, rstd, np.ones(5, np.float32))
+    assert dx.shape == (0, 5)
+    np.testing.assert_array_equal(dgain, 0)
+    np.testing.assert_array_equal(dbias, 0)
+
+
+def float32_far_from_zero(rows=64, H=256, seed=0):
+    """float32 rows x = 10⁴ + 0.01·N(0, 1): μ is 10⁶ σ away from zero."""
+    rng = np.random.default_rng(seed)
+    return (1e4 + 0.01 * rng.standard_normal((rows, H))).astype(np.float32)
+
+
+def naive_float32_layer_norm(x):
+    """A plain float32 two-pass, unshifted: what the accuracy test must catch."""
+    mean = x.mean(axis=1, keepdims=True, dtype=np.float32)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True, dtype=np.float32)
+    return (x - mean) / np.sqrt(var + np.float32(EPS))
+
+
+def test_float32_rows_far_from_zero_match_float64():
+    """y and dx to 1e-4 of a float64 computation on the same float32 inputs."""
+    x = float32_far_from_zero()
+    rng = np.random.default_rng(1)
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    exact_y, exact_mean, exact_rstd = reference.layer_norm_forward(
+        x.astype(np.float64), None, None, EPS)
+    exact_dx, _, _ = reference.layer_norm_backward(
+        dy.astype(np.float64), x.astype(np.float64), exact_mean, exact_rstd, None)
+
+    def relative_error(a, exact):
+        return np.max(np.abs(a - exact)) / np.max(np.abs(exact))
+
+    assert relative_error(naive_float32_layer_norm(x), exact_y) > 1e-3   # the test can fail
+    y, mean, rstd = cpu.layer_norm_forward(x, None, None, EPS)
+    dx, _, _ = cpu.layer_norm_backward(dy, x, mean, rstd, None)
+    assert relative_error(y, exact_y) < 1e-4
+    assert relative_error(dx, exact_dx) < 1e-4
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda x, g: (x[0], g, g), "2-D"),
+    (lambda x, g: (x.astype(np.int32), None, None), "float32 or float64"),
+    (lambda x, g: (x, g[:-1], g), r"gain must have shape \(5,\)"),
+    (lambda x, g: (x, g, g.astype(np.float64)), "bias must have .*dtype float32"),
+    (lambda x, g: (x[:, :0], None, None), "H ≥ 1"),
+])
+def test_forward_rejects_bad_input(make, message):
+    x, gain, _, _ = layer_norm_inputs((3, 5), np.float32)
+    with pytest.raises(ValueError, match=message):
+        cpu.layer_norm_forward(*make(x, gain), EPS)
+
+
+def test_backward_rejects_bad_input():
+    x, gain, bias, dy = layer_norm_inputs((3, 5), np.float32)
+    _, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    with pytest.raises(ValueError, match=r"dy must match x: shape \(3, 5\)"):
+        cpu.layer_norm_backward(dy[:2], x, mean, rstd, gain)
+    with pytest.raises(ValueError, match="dy must match x.*float64"):
+        cpu.layer_norm_backward(dy.astype(np.float64), x, mean, rstd, gain)
+    with pytest.raises(ValueError, match=r"mean must have shape \(3,\)"):
+        cpu.layer_norm_backward(dy, x, mean[:2], rstd, gain)
+    with pytest.raises(ValueError, match="gain must have shape"):
+        cpu.layer_norm_backward(dy, x, mean, rstd, gain[:3])
+
+
+def adam_state(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    param = rng.standard_normal(shape).astype(dtype)
+    return param, np.zeros_like(param), np.zeros_like(param), rng
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+@pytest.mark.parametrize("shape", [(3, 7), (300, 1000)], ids=["serial", "parallel"])
+def test_adam_step_matches_the_reference(shape, weight_decay, dtype):
+    param, exp_avg, exp_avg_sq, rng = adam_state(shape, dtype)
+    ref = [a.copy() for a in (param, exp_avg, exp_avg_sq)]
+    for step in range(1, 4):
+        grad = rng.standard_normal(shape).astype(dtype)
+        hyper = (step, 1e-2, 0.9, 0.999, 1e-8, weight_decay)
+        cpu.adam_step(param, grad, exp_avg, exp_avg_sq, *hyper)
+        reference.adam_step(ref[0], grad, ref[1], ref[2], *hyper)
+    tol = dict(rtol=1e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    for actual, expected in zip((param, exp_avg, exp_avg_sq), ref):
+        assert actual.dtype == dtype
+        np.testing.assert_allclose(actual, expected, **tol)
+
+
+def test_adam_step_rejects_mismatched_or_strided_arrays():
+    param, exp_avg, exp_avg_sq, _ = adam_state((4, 6), np.float32)
+    with pytest.raises(ValueError, match="grad has shape .* dtype float64"):
+        cpu.adam_step(param, param.astype(np.float64), exp_avg, exp_avg_sq, 1, 1e-3,
+                      0.9, 0.999, 1e-8, 0.0)
+    with pytest.raises(ValueError, match="contiguous"):
+        cpu.adam_step(param[:, ::2], param[:, ::2], exp_avg[:, ::2], exp_avg_sq[:, ::2],
+                      1, 1e-3, 0.9, 0.999, 1e-8, 0.0)
