@@ -214,3 +214,21 @@ def test_adam_step_rejects_mismatched_or_strided_arrays():
     with pytest.raises(ValueError, match="contiguous"):
         cpu.adam_step(param[:, ::2], param[:, ::2], exp_avg[:, ::2], exp_avg_sq[:, ::2],
                       1, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+
+
+def test_adam_flushes_subnormal_moments_to_zero():
+    """A moment decaying below the smallest normal float becomes 0 (x86 computes
+    with subnormals ~15x slower), and the update is unchanged to within 1e-30."""
+    from tinynet.kernels import cpu, reference
+    tiny = np.finfo(np.float32).tiny
+    param = np.ones(4, np.float32)
+    grad = np.zeros(4, np.float32)
+    exp_avg = np.array([tiny, tiny * 0.5, -tiny * 2, 0.0], np.float32)
+    exp_avg_sq = np.array([tiny * 0.5, tiny, 0.0, tiny * 4], np.float32)
+    expected = [a.copy() for a in (param, grad, exp_avg, exp_avg_sq)]
+    reference.adam_step(*expected, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+    cpu.adam_step(param, grad, exp_avg, exp_avg_sq, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+    assert np.all((exp_avg == 0) | (np.abs(exp_avg) >= tiny))
+    assert np.all((exp_avg_sq == 0) | (exp_avg_sq >= tiny))
+    assert exp_avg[1] == 0 and exp_avg_sq[0] == 0          # 0.9 · tiny/2 is subnormal
+    np.testing.assert_allclose(param, expected[0], rtol=0, atol=1e-30)
