@@ -174,20 +174,24 @@ def plot(path, rows, results) -> bool:
         print("matplotlib is not installed: no plot (pip install 'tinynet[plot]')")
         return False
     from tinynet.serialization import atomic_write
+    colors = {"none": "tab:blue", "batch": "tab:orange", "layer": "tab:green"}
     batches = sorted({r["batch_size"] for r in rows})
-    curve_batches = [b for b in (min(batches), max(batches))]
+    curve_batches = [min(batches), max(batches)]
     fig, axes = plt.subplots(1, 1 + len(curve_batches), figsize=(5 * (1 + len(curve_batches)), 4))
-    for norm in ("none", "batch", "layer"):
+    for norm, color in colors.items():
         points = [(r["batch_size"], r["test_error_pct"]) for r in rows if r["norm"] == norm]
         if points:
-            axes[0].plot(*zip(*points), marker="o", label=norm)
+            axes[0].plot(*zip(*points), marker="o", color=color, label=norm)
     axes[0].set(xscale="log", xlabel="batch size", ylabel="test error (%)",
-                title="test error vs batch size")
+                title="test error vs batch size (mean over seeds)")
     axes[0].set_xticks(batches, [str(b) for b in batches])
+    seeds = sorted({r["seed"] for r in results})
     for ax, batch in zip(axes[1:], curve_batches):
-        for r in results:
+        for r in sorted(results, key=lambda r: (r["norm"], r["seed"])):
             if r["batch_size"] == batch and r["curve"]:
-                ax.plot(*zip(*r["curve"]), marker=".", label=f"{r['norm']} (seed {r['seed']})")
+                style = ("-", "--", ":", "-.")[seeds.index(r["seed"]) % 4]
+                ax.plot(*zip(*r["curve"]), style, marker=".", color=colors[r["norm"]],
+                        label=f"{r['norm']}, seed {r['seed']}")
         ax.set(xlabel="examples seen", ylabel="test NLL", title=f"batch size {batch}")
         ax.legend(fontsize=8)
     axes[0].legend()
