@@ -161,3 +161,11 @@ def test_load_rejects_a_corrupt_file(tmp_path):
     path.write_bytes(b"not a zip file at all")
     with pytest.raises(ValueError, match="cannot read tinynet checkpoint"):
         tinynet.load(path)
+
+
+def test_saved_files_get_the_usual_permissions(tmp_path):
+    path = tmp_path / "model.npz"
+    tinynet.save({"w": tinynet.ones(2)}, path)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (path.stat().st_mode & 0o777) == 0o666 & ~umask

@@ -38,11 +38,18 @@ def atomic_write(path, mode: str = "wb"):
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(temp, 0o666 & ~_current_umask())   # mkstemp made it private (0600)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.remove(temp)
         raise
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _encode(obj, arrays: list):
