@@ -118,12 +118,18 @@ def run_sweep(args) -> list[dict]:
     context = multiprocessing.get_context("spawn")
     with _one_thread_per_worker():
         pool = context.Pool(max(1, min(args.workers, len(todo) or 1)))
-    with pool:
+    try:
         for result in pool.imap_unordered(run_one, todo):
             append_result(results_path, result)
             print(f"  done: {result['norm']:>5} norm, batch {result['batch_size']:>3}, seed "
                   f"{result['seed']}: test error {100 * result['test_error']:.2f}% "
                   f"({time.perf_counter() - started:.0f} s)", flush=True)
+        pool.close()
+    except BaseException:
+        pool.terminate()                    # an interrupted sweep stops its runs in flight
+        raise
+    finally:
+        pool.join()
     keys = {_key(dict(job, data=source)) for job in jobs}
     return [r for r in read_results(results_path) if _key(r) in keys]
 

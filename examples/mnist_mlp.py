@@ -52,10 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_splits(data_dir=None) -> dict:
+def load_splits(data_dir=None, notice=True) -> dict:
     """Training and validation subsets of the training images, and the test set."""
-    train_full = load_mnist(data_dir, train=True)
-    test = load_mnist(data_dir, train=False)
+    train_full = load_mnist(data_dir, train=True, notice=notice)
+    test = load_mnist(data_dir, train=False, notice=notice)
     held_out = round(len(train_full) * HELD_OUT_FRACTION)
     boundary = len(train_full) - held_out
     return {"train": Subset(train_full, range(boundary)),
@@ -91,7 +91,7 @@ def _budget(args, train_size) -> int:
 
 def train(args, progress=True) -> dict:
     """Train one configuration; return (and write, with --out) its result."""
-    splits = load_splits(args.data)
+    splits = load_splits(args.data, notice=progress)
     train_set = splits["train"]
     examples = _budget(args, len(train_set))
     steps = examples // args.batch_size

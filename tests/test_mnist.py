@@ -188,7 +188,9 @@ def test_load_mnist_prefers_full_data_found_through_tinynet_data(tmp_path, monke
     assert capsys.readouterr().err == ""
 
 
-def test_load_mnist_falls_back_on_the_sample_with_a_notice(tmp_path, capsys):
+def test_load_mnist_falls_back_on_the_sample_with_a_notice(tmp_path, capsys, monkeypatch):
+    import tinynet.data.mnist as mnist_module
+    monkeypatch.setattr(mnist_module, "_sample_noticed", False)
     dataset = load_mnist(root=tmp_path / "nowhere", train=False)
     assert dataset.is_sample and len(dataset) == 10_000
     notice = capsys.readouterr().err
@@ -196,6 +198,8 @@ def test_load_mnist_falls_back_on_the_sample_with_a_notice(tmp_path, capsys):
     assert "full MNIST not found in " + str(tmp_path / "nowhere") in notice
     assert "bundled sample" in notice
     assert not (tmp_path / "nowhere").exists()
+    load_mnist(root=tmp_path / "nowhere", train=True)
+    assert capsys.readouterr().err == ""            # once per process
 
 
 def test_load_mnist_without_the_sample_says_where_to_put_files(tmp_path):

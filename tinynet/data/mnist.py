@@ -139,14 +139,17 @@ class MNIST(TensorDataset):
                 f"root='{self.root}')")
 
 
+_sample_noticed = False      # the notice is printed once per process
+
+
 def load_mnist(root=None, train: bool = True, allow_sample: bool = True,
-               flatten: bool = True) -> MNIST:
+               flatten: bool = True, notice: bool = True) -> MNIST:
     """The full MNIST if it is on this machine, else the bundled sample. Never downloads.
 
     Looks in ``root`` if given, else in ``$TINYNET_DATA/mnist`` (when set) and
     ``~/.cache/tinynet/mnist``. When none holds the files, returns the bundled
     sample (10,000 training examples, the full test set) with a one-line
-    notice on stderr, or raises ``FileNotFoundError`` if ``allow_sample`` is
+    notice on stderr (once per process; ``notice=False`` silences it), or raises ``FileNotFoundError`` if ``allow_sample`` is
     false. Check ``dataset.is_sample`` to know which one you got::
 
         train = load_mnist(train=True)
@@ -160,8 +163,11 @@ def load_mnist(root=None, train: bool = True, allow_sample: bool = True,
     if not allow_sample:
         raise FileNotFoundError(f"full MNIST not found in {where}; " + _by_hand(roots[0]))
     sample = MNIST(SAMPLE_ROOT, train, download=False, flatten=flatten)
-    print(f"tinynet: full MNIST not found in {where}; using the bundled sample "
-          f"({len(sample):,} {_split_name(train)} images)", file=sys.stderr)
+    global _sample_noticed
+    if notice and not _sample_noticed:
+        _sample_noticed = True
+        print(f"tinynet: full MNIST not found in {where}; using the bundled sample "
+              "(10,000 training and 10,000 test images)", file=sys.stderr)
     return sample
 
 
