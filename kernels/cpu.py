@@ -28,8 +28,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ._checks import (FLOAT_DTYPES, check_layer_norm_input, check_parameter,
-                      check_row_statistics, check_same_layout)
+from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "adam_step"]
 
@@ -255,13 +254,8 @@ def layer_norm_forward(x, gain, bias, eps):
     ``gain``/``bias`` are (H,) arrays of x's dtype or None; a missing one acts
     as 1 (resp. 0), which is exact. ``mean`` and ``rstd`` are float64.
     """
-    check_layer_norm_input(x)
-    check_parameter("gain", gain, x)
-    check_parameter("bias", bias, x)
-    x = np.ascontiguousarray(x)
+    x, gain, bias = forward_arguments(x, gain, bias)
     rows, H = x.shape
-    gain = np.ones(H, x.dtype) if gain is None else np.ascontiguousarray(gain)
-    bias = np.zeros(H, x.dtype) if bias is None else np.ascontiguousarray(bias)
     y = np.empty_like(x)
     mean, rstd = np.empty(rows), np.empty(rows)
     tiles = -(-rows // _tile_rows(H))
@@ -275,16 +269,8 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
 
     ``dgain`` and ``dbias`` have gain's dtype, and are None when gain is None.
     """
-    check_layer_norm_input(x)
-    check_same_layout("dy", dy, x)
-    check_row_statistics(mean, rstd, x)
-    check_parameter("gain", gain, x)
-    dy, x = np.ascontiguousarray(dy), np.ascontiguousarray(x)
-    mean = np.ascontiguousarray(mean, dtype=np.float64)
-    rstd = np.ascontiguousarray(rstd, dtype=np.float64)
+    dy, x, mean, rstd, gain, affine = backward_arguments(dy, x, mean, rstd, gain)
     rows, H = x.shape
-    affine = gain is not None
-    gain = np.ascontiguousarray(gain) if affine else np.ones(H, x.dtype)
     dx, dgain, dbias = np.empty_like(x), np.empty(H, x.dtype), np.empty(H, x.dtype)
     parts = np.zeros((chunk_count(rows, H), 2, H))
     run = _backward_parallel if _use_parallel(x.size) else _backward_serial

@@ -37,8 +37,7 @@ from numba import cuda, float64
 
 from tinynet.backend import get_array_module
 
-from ._checks import (check_layer_norm_input, check_parameter, check_row_statistics,
-                  check_same_layout)
+from ._arguments import backward_arguments, forward_arguments
 
 __all__ = ["layer_norm_forward", "layer_norm_backward"]
 
@@ -308,14 +307,9 @@ def _launch(kernel, blocks, threads, *args):
 
 
 def _forward(x, gain, bias, eps, launch: Launch):
-    check_layer_norm_input(x)
-    check_parameter("gain", gain, x)
-    check_parameter("bias", bias, x)
+    x, gain, bias = forward_arguments(x, gain, bias)
     xp = get_array_module(x)
-    x = xp.ascontiguousarray(x)
     rows, H = x.shape
-    gain = xp.ones(H, x.dtype) if gain is None else xp.ascontiguousarray(gain)
-    bias = xp.zeros(H, x.dtype) if bias is None else xp.ascontiguousarray(bias)
     y = xp.empty_like(x)
     mean, rstd = xp.empty(rows, xp.float64), xp.empty(rows, xp.float64)
     if rows == 0:
@@ -332,17 +326,9 @@ def _forward(x, gain, bias, eps, launch: Launch):
 
 
 def _backward(dy, x, mean, rstd, gain, launch: Launch):
-    check_layer_norm_input(x)
-    check_same_layout("dy", dy, x)
-    check_row_statistics(mean, rstd, x)
-    check_parameter("gain", gain, x)
+    dy, x, mean, rstd, gain, affine = backward_arguments(dy, x, mean, rstd, gain)
     xp = get_array_module(x)
-    dy, x = xp.ascontiguousarray(dy), xp.ascontiguousarray(x)
-    mean = xp.ascontiguousarray(mean, dtype=xp.float64)
-    rstd = xp.ascontiguousarray(rstd, dtype=xp.float64)
     rows, H = x.shape
-    affine = gain is not None
-    gain = xp.ascontiguousarray(gain) if affine else xp.ones(H, x.dtype)
     dx, dgain, dbias = xp.empty_like(x), xp.zeros(H, x.dtype), xp.zeros(H, x.dtype)
     if rows > 0:
         warp_per_row = launch.warp_per_row(H)

@@ -1,8 +1,10 @@
-"""Argument checks shared by the CPU and CUDA kernels (plain Python: they work on
-NumPy and CuPy arrays alike)."""
+"""Argument checks and preparation shared by the CPU and CUDA kernels (plain
+Python: they work on NumPy and CuPy arrays alike)."""
 from __future__ import annotations
 
 import numpy as np
+
+from tinynet.backend import get_array_module
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -40,3 +42,32 @@ def check_row_statistics(mean, rstd, x):
         if tuple(s.shape) != (x.shape[0],):
             raise ValueError(f"{name} must have shape ({x.shape[0]},), one value per row "
                              f"of x {tuple(x.shape)}; got shape {tuple(s.shape)}")
+
+
+def forward_arguments(x, gain, bias):
+    """Checked, contiguous ``(x, gain, bias)``; a missing gain is ones, a missing
+    bias zeros (exact stand-ins)."""
+    check_layer_norm_input(x)
+    check_parameter("gain", gain, x)
+    check_parameter("bias", bias, x)
+    xp = get_array_module(x)
+    x = xp.ascontiguousarray(x)
+    H = x.shape[1]
+    gain = xp.ones(H, x.dtype) if gain is None else xp.ascontiguousarray(gain)
+    bias = xp.zeros(H, x.dtype) if bias is None else xp.ascontiguousarray(bias)
+    return x, gain, bias
+
+
+def backward_arguments(dy, x, mean, rstd, gain):
+    """Checked, contiguous ``(dy, x, mean, rstd, gain, affine)``; statistics as
+    float64, a missing gain as ones (``affine`` says whether one was given)."""
+    check_layer_norm_input(x)
+    check_same_layout("dy", dy, x)
+    check_row_statistics(mean, rstd, x)
+    check_parameter("gain", gain, x)
+    xp = get_array_module(x)
+    affine = gain is not None
+    return (xp.ascontiguousarray(dy), xp.ascontiguousarray(x),
+            xp.ascontiguousarray(mean, dtype=xp.float64),
+            xp.ascontiguousarray(rstd, dtype=xp.float64),
+            xp.ascontiguousarray(gain) if affine else xp.ones(x.shape[1], x.dtype), affine)
