@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import median_time, pin_threads, print_table, try_import_torch  # noqa: E402
+from common import median_times, pin_threads, print_table, try_import_torch  # noqa: E402
 
 
 def main():
@@ -38,14 +38,15 @@ def main():
             y = (y * 0.5 + 0.25).tanh() - y
         return y
 
-    def per_op(lib, make):
+    def per_op_step(lib, make):
         x = make(rng.standard_normal((4, 1000)).astype(np.float32))
         def step():
             x.grad = None
             chain(lib, x).sum().backward()
-        return median_time(step) / args.chain
+        return step
 
-    def mlp(lib, make, batch, functional):
+    def mlp_step(lib, make, batch):
+        functional = linear if lib is tinynet else torch.nn.functional.linear
         sizes = [784, 1000, 1000, 10]
         weights = [make(rng.standard_normal((o, i)).astype(np.float32) * 0.03) for i, o in zip(sizes, sizes[1:])]
         biases = [make(np.zeros(o, np.float32)) for o in sizes[1:]]
@@ -62,22 +63,24 @@ def main():
                     h = h.relu()
             loss = -h.log_softmax(dim=1)[rows, target].mean()
             loss.backward()
-        return median_time(step)
+        return step
 
-    def make_tn(a, grad=True):
-        return tinynet.tensor(a, requires_grad=grad)
+    makers = {"tinynet": (tinynet, lambda a, grad=True: tinynet.tensor(a, requires_grad=grad))}
+    if torch is not None:
+        makers["torch"] = (torch, lambda a, grad=True: torch.tensor(a, requires_grad=grad))
 
-    rows = []
-    ours = per_op(tinynet, make_tn)
-    ref = per_op(torch, lambda a, grad=True: torch.tensor(a, requires_grad=grad)) if torch else None
-    rows.append([f"per-op fwd+bwd, (4, 1000), chain of {args.chain}", ours * 1e6,
-                 ref * 1e6 if ref else "-", ours / ref if ref else "-", "2.0"])
+    def compare(title, build, per, target):
+        """One row: both frameworks timed in interleaved rounds (µs per ``per``)."""
+        times = median_times({name: build(lib, make) for name, (lib, make) in makers.items()})
+        ours, ref = times["tinynet"] / per, times.get("torch")
+        return [title, ours * 1e6, ref / per * 1e6 if ref else "-",
+                ours / (ref / per) if ref else "-", target]
+
+    rows = [compare(f"per-op fwd+bwd, (4, 1000), chain of {args.chain}", per_op_step,
+                    args.chain, "2.0")]
     for batch, target in [(4, "-"), (128, "1.3")]:
-        ours = mlp(tinynet, make_tn, batch, linear)
-        ref = mlp(torch, lambda a, grad=True: torch.tensor(a, requires_grad=grad), batch,
-                  torch.nn.functional.linear) if torch else None
-        rows.append([f"MLP 784-1000-1000-10 fwd+bwd, batch {batch}", ours * 1e6,
-                     ref * 1e6 if ref else "-", ours / ref if ref else "-", target])
+        rows.append(compare(f"MLP 784-1000-1000-10 fwd+bwd, batch {batch}",
+                            lambda lib, make: mlp_step(lib, make, batch), 1, target))
     print_table(f"tinynet vs PyTorch, {args.threads} thread(s), median µs",
                 ["case", "tinynet µs", "PyTorch µs", "ratio", "target ≤"], rows)
 

@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import median_time, pin_threads, print_table, try_import_torch  # noqa: E402
+from common import median_times, pin_threads, print_table, try_import_torch  # noqa: E402
 
 
 def torch_models(torch):
@@ -80,11 +80,12 @@ def main():
         x = rng.random(shape, dtype=np.float32)
         y = rng.integers(0, 10, shape[0])
         model = MLP("layer") if kind == "mlp" else SequenceClassifier(norm="layer")
-        ours = median_time(make_step(tinynet, model, tinynet.tensor(x), y), repeat=5)
-        ref = None
+        steps = {"tinynet": make_step(tinynet, model, tinynet.tensor(x), y)}
         if torch is not None:
             ref_model = torch_models(torch)[kind]()
-            ref = median_time(make_step(torch, ref_model, torch.tensor(x), torch.tensor(y)), repeat=5)
+            steps["torch"] = make_step(torch, ref_model, torch.tensor(x), torch.tensor(y))
+        times = median_times(steps, repeat=7)          # interleaved: noise hits both alike
+        ours, ref = times["tinynet"], times.get("torch")
         rows.append([title, ours * 1e3, ref * 1e3 if ref else "-",
                      ours / ref if ref else "-", target])
     print_table(f"training step (forward + backward + Adam), {args.threads} thread(s), median ms",
