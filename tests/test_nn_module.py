@@ -169,3 +169,13 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert (path.stat().st_mode & 0o777) == 0o666 & ~umask
+
+
+def test_dropout_module_is_the_identity_in_eval_mode():
+    layer = nn.Dropout(0.5)
+    x = tinynet.ones(1000)
+    assert layer.eval()(x) is x
+    y = layer.train()(x).numpy()
+    assert set(np.unique(y)) == {0.0, 2.0} and 0.4 < (y == 0).mean() < 0.6
+    with pytest.raises(ValueError, match="dropout probability"):
+        nn.Dropout(1.5)
