@@ -24,6 +24,8 @@ test: venv
 
 bench: venv
 	$(PY) benchmarks/overhead.py
+	$(PY) benchmarks/train_step.py
+	$(PY) benchmarks/layernorm.py --cpu-only
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info .pytest_cache
