@@ -170,14 +170,14 @@ class KernelTable:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        if _force_reference:
+        if name not in self._entries:
+            raise AttributeError(f"no kernel named {name!r} in this backend")
+        if _force_reference and name in _REFERENCE_ENTRIES:
             return self._resolve(_REFERENCE_ENTRIES[name])
         try:
             return self._loaded[name]
         except KeyError:
             pass
-        if name not in self._entries:
-            raise AttributeError(f"no kernel named {name!r} in this backend")
         fn = self._resolve(self._entries[name])
         self._loaded[name] = fn
         return fn

@@ -52,10 +52,11 @@ class GateNorms(Module):
         super().__init__()
         self.stepwise = kind == "batch"
         gates = 4 * hidden_size
-        if kind == "layer":
-            make = lambda n: LayerNorm(n, eps=eps, dtype=dtype, device=device)  # noqa: E731
-        else:
-            make = lambda n: StepwiseBatchNorm(n, max_steps, eps=eps, dtype=dtype, device=device)  # noqa: E731
+        def make(features):
+            if kind == "layer":
+                return LayerNorm(features, eps=eps, dtype=dtype, device=device)
+            return StepwiseBatchNorm(features, max_steps, eps=eps, dtype=dtype, device=device)
+
         self.ih, self.hh, self.cell = make(gates), make(gates), make(hidden_size)
         if self.stepwise:   # Cooijmans et al.: small gains keep the gates out of saturation
             init.constant_(self.ih.weight, 0.1)
