@@ -23,14 +23,14 @@ def check_layer_norm_input(x, what="x"):
 
 def check_same_layout(name, a, x):
     """Raise ValueError unless ``a`` has the shape and dtype of ``x``."""
-    if tuple(a.shape) != tuple(x.shape) or a.dtype != x.dtype:
+    if a.shape != x.shape or a.dtype != x.dtype:
         raise ValueError(f"{name} must match x: shape {tuple(x.shape)} and dtype {x.dtype}; "
                          f"got shape {tuple(a.shape)} and dtype {a.dtype}")
 
 
 def check_parameter(name, p, x):
     """Raise ValueError unless ``p`` is None or an (H,) array of x's dtype."""
-    if p is not None and (tuple(p.shape) != (x.shape[1],) or p.dtype != x.dtype):
+    if p is not None and (p.shape != x.shape[1:] or p.dtype != x.dtype):
         raise ValueError(f"{name} must have shape ({x.shape[1]},) and dtype {x.dtype} "
                          f"(x has shape {tuple(x.shape)}); got shape {tuple(p.shape)} "
                          f"and dtype {p.dtype}")
@@ -38,8 +38,10 @@ def check_parameter(name, p, x):
 
 def check_row_statistics(mean, rstd, x):
     """Raise ValueError unless ``mean`` and ``rstd`` hold one number per row of x."""
+    if mean.shape == rstd.shape == x.shape[:1]:
+        return
     for name, s in (("mean", mean), ("rstd", rstd)):
-        if tuple(s.shape) != (x.shape[0],):
+        if s.shape != x.shape[:1]:
             raise ValueError(f"{name} must have shape ({x.shape[0]},), one value per row "
                              f"of x {tuple(x.shape)}; got shape {tuple(s.shape)}")
 

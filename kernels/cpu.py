@@ -6,18 +6,20 @@ Same calling convention as :mod:`tinynet.kernels.reference` (the spec)::
     layer_norm_backward(dy, x, mean, rstd, gain) -> (dx, dgain, dbias)
 
 Rows are independent (the point of layer normalization: statistics per sample,
-Eq. 3 of Ba, Kiros & Hinton, 2016), so the work is split by rows. One thread
-takes a *tile* of a few rows (about TILE_ELEMENTS numbers) through all passes
-before it moves on, so that only the first pass reads from memory and the
-others find the tile in its L1/L2 cache:
+Eq. 3 of Ba, Kiros & Hinton, 2016), so the rows are cut into chunks and the
+chunks run in parallel. Within a chunk the passes over a row are
+*software-pipelined*: the loop that finishes row r also starts row r + 1, so
+that reading from memory never pauses while a cached row is worked on.
 
-* forward: (1) sum d = x − x₀ (the shift x₀ is the row's first element);
-  (2) sum (d − mean(d))²; (3) write y = gain·x̂ + bias.
-* backward: (1) sum g = dy·gain and g·d; (2) write dx and add dy·x̂ and dy into
-  the running sums of dgain and dbias.
+* forward, per row r: one loop sums (d − mean d)² of row r and d = x − x₀ of
+  row r + 1 (x₀: the row's first element); then y = gain·x̂ + bias for row r.
+* backward, per row r: one loop writes dx of row r, adds dy·x̂ and dy of row r
+  into the running sums of dgain and dbias, and sums g = dy·gain and g·x̂ of row
+  r + 1.
 
-Sums over a row are float64; per-element arithmetic stays in x's dtype where
-that is exact enough (see each function). dgain and dbias are summed per fixed
+Sums over a row are taken in x's dtype over blocks of BLOCK columns (LLVM keeps
+32 partial sums in vector registers, so each adds at most 32 numbers) and
+the blocks' sums are added in float64. dgain and dbias are summed per fixed
 *chunk* of rows, not per thread, and the chunks' sums are added in order at
 the end: the result is the same, bit for bit, for any number of threads and
 for the serial and parallel drivers. docs/kernels.md explains the choices.
@@ -29,123 +31,123 @@ import numpy as np
 from numba import njit, prange
 
 from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
+from ._recycling import empty
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "adam_step"]
 
-# Division by zero gives inf/nan as in NumPy, rather than raising.
-_EXACT = dict(cache=True, error_model="numpy")
+# Division by zero gives inf/nan as in NumPy, rather than raising. fastmath is
+# switched off explicitly: a Numba function that leaves it unset inherits the
+# fastmath of the function that calls it.
+_EXACT = dict(cache=True, error_model="numpy", fastmath=False)
 # Row sums may be reordered, so that LLVM vectorizes them. 'nnan' and 'ninf'
-# are left out on purpose: a NaN or an Inf in a row must reach that row's output.
-_REDUCTION = dict(_EXACT, fastmath={"reassoc", "contract", "nsz", "arcp"})
+# are left out on purpose: a NaN or an Inf in a row must reach that row's
+# output. So is 'contract': fusing g = dy·gain into Σ g would give Σ g and g
+# different roundings, and dx = g − mean(g) would not vanish for H = 1.
+_REDUCTION = dict(_EXACT, fastmath={"reassoc", "nsz", "arcp"})
 
 # Below this many elements a call runs serially: waking the thread pool costs
 # several microseconds, more than a small batch (say 4 x 1000) takes in total.
 PARALLEL_MIN_ELEMENTS = 1 << 16
 
-# A tile: the rows one thread takes through all passes while they are cached.
-TILE_ELEMENTS = 1 << 13
+# Row sums are taken in x's dtype over blocks of this many columns.
+BLOCK = 1024
 
-# dgain/dbias are first summed in x's dtype over about FLUSH_ROWS rows (cheap,
-# and exact enough for so few terms), then added to float64 sums per chunk:
-# at most MAX_CHUNKS chunks of at least CHUNK_MIN_ELEMENTS elements, and at
-# most PARTIALS_MAX_ELEMENTS float64 partial sums in all.
+# dgain/dbias are first summed in x's dtype over FLUSH_ROWS rows (cheap, and
+# exact enough for so few terms), then added to float64 sums per chunk: at
+# most MAX_CHUNKS chunks of at least CHUNK_MIN_ELEMENTS elements, and at most
+# PARTIALS_MAX_ELEMENTS float64 partial sums in all.
 FLUSH_ROWS = 16
 MAX_CHUNKS = 64
 CHUNK_MIN_ELEMENTS = 1 << 14
 PARTIALS_MAX_ELEMENTS = 1 << 18
 
 # ----------------------------------------------------------------------------
-# The passes over one tile (rows start..stop-1). Reductions and elementwise
-# passes are separate functions because only reductions may use fastmath (see
-# _normalize_tile). They take the 2-D arrays and row bounds, not row views:
-# a view costs Numba reference-count updates, as much as a short row's math.
+# Per-element formulas. They are compiled without fastmath, and keep that
+# when LLVM inlines them into the fastmath loops below: reassociation may
+# reorder the loops' sums, but not regroup these.
+# ----------------------------------------------------------------------------
+
+@njit(**_EXACT)
+def _centered(value, shift, offset):
+    """value − μ, computed as (value − x₀) − (μ − x₀) with offset = μ − x₀.
+
+    value − x₀ is exact for nearby values and μ − x₀ is of the size of σ, so it
+    rounds harmlessly to x's dtype. Regrouped as value − (x₀ + offset), μ would
+    be rounded to x's dtype instead: for float32 rows at 10⁴ an error of 10⁻³,
+    where σ may be 10⁻².
+    """
+    return (value - shift) - offset
+
+
+@njit(**_EXACT)
+def _input_gradient(g, x_hat, scale, mean_g, mean_g_x_hat):
+    """dx = (g − mean(g) − x̂ · mean(g·x̂)) / σ, with g = dy·gain and scale = 1/σ."""
+    return scale * (g - mean_g - x_hat * mean_g_x_hat)
+
+# ----------------------------------------------------------------------------
+# The loops over the columns start..stop−1 of one or two rows. Indices are
+# unsigned: Numba wraps a negative index around, and an index it cannot prove
+# non-negative (start + k) gets a check that keeps LLVM from vectorizing.
 # ----------------------------------------------------------------------------
 
 @njit(**_REDUCTION)
-def _statistics_tile(x, start, stop, eps, shifted_mean, mean, rstd):
-    """μ and 1/σ of each row, and μ − x₀ in shifted_mean[r − start] (paper, Eq. 3).
+def _forward_sums(x, r, offset, ahead):
+    """float64 (Σ over row ``ahead`` of x − x₀, Σ over row r of (x − μ)²).
 
-    Shifted two-pass: with the shift x₀ = x[r, 0] and d = x − x₀ (in x's
-    dtype, as the reference), μ = x₀ + mean(d) and σ² = mean((d − mean(d))²).
-    A float32 d is widened to float64 before it is added. Should fastmath
-    regroup (x − x₀) − mean(d) (it cannot across the widening of a float32 d),
-    every deviation would move by the same rounding error δ of μ, and σ² by
-    only δ²: harmless here, unlike in _normalize_tile.
+    offset = μ − x₀ of row r, in x's dtype. The sums are taken in x's dtype
+    over blocks of BLOCK columns, and the blocks' sums added in float64.
     """
-    n = x.shape[1]
-    for r in range(start, stop):
-        shift = x[r, 0]
-        total = 0.0
-        for j in range(n):
-            total += x[r, j] - shift
-        offset = total / n
-        squares = 0.0
-        for j in range(n):
-            centered = (x[r, j] - shift) - offset
-            squares += centered * centered
-        shifted_mean[r - start] = offset
-        mean[r] = shift + offset
-        rstd[r] = 1.0 / np.sqrt(squares / n + eps)
+    H, zero = x.shape[1], x.dtype.type(0)
+    shift, ahead_shift = x[r, 0], x[ahead, 0]
+    deviations = squares = 0.0
+    for start in range(0, H, BLOCK):
+        block_deviations = block_squares = zero
+        for j in range(np.uintp(start), np.uintp(min(start + BLOCK, H))):
+            block_deviations += x[ahead, j] - ahead_shift
+            centered = _centered(x[r, j], shift, offset)
+            block_squares += centered * centered
+        deviations += block_deviations
+        squares += block_squares
+    return deviations, squares
 
 
 @njit(**_EXACT)
-def _normalize_tile(x, start, stop, shifted_mean, rstd, gain, bias, y):
-    """y = gain · (x − μ)/σ + bias (paper, Eq. 4), in x's dtype.
-
-    x − μ is computed as (x − x₀) − (μ − x₀): x − x₀ is exact for nearby
-    values and μ − x₀ is of the size of σ, so it rounds harmlessly to x's
-    dtype. No fastmath here: it would reassociate this into x − (x₀ + (μ − x₀))
-    and round μ to x's dtype (for float32 rows at 10⁴ an error of 10⁻³, where
-    σ may be 10⁻²).
-    """
-    as_dtype = x.dtype.type
-    for r in range(start, stop):
-        shift = x[r, 0]
-        offset, scale = as_dtype(shifted_mean[r - start]), as_dtype(rstd[r])
-        for j in range(x.shape[1]):
-            y[r, j] = ((x[r, j] - shift) - offset) * scale * gain[j] + bias[j]
+def _normalize_row(x, r, offset, scale, gain, bias, y):
+    """y = gain · (x − μ)/σ + bias (paper, Eq. 4), in x's dtype."""
+    shift = x[r, 0]
+    for j in range(x.shape[1]):
+        y[r, j] = _centered(x[r, j], shift, offset) * scale * gain[j] + bias[j]
 
 
 @njit(**_REDUCTION)
-def _gradient_sums_tile(dy, x, start, stop, gain, sums):
-    """sums[:, r − start] = Σ g, Σ g·d over row r; g = dy·gain, d = x − x₀; float64.
+def _backward_sums(dy, x, gain, row, ahead, dx, recent):
+    """Row r's dx, with its dy·x̂ and dy added into ``recent``; row ``ahead``'s
+    float64 (Σ g, Σ g·(x − μ)), g = dy·gain, summed in blocks as in _forward_sums.
 
-    mean(g·x̂) follows as (Σ g·d − (μ − x₀) Σ g) / (σH): the reduction sees
-    only the single subtraction d, which fastmath cannot reassociate.
+    ``row`` = (r, offset, scale, mean(g), mean(g·x̂)) and ``ahead`` = (index,
+    offset), with offset = μ − x₀ in x's dtype and scale = 1/σ. Without a row
+    (None), only the sums of row ``ahead`` are taken: that starts a chunk.
     """
-    for r in range(start, stop):
-        shift = x[r, 0]
-        g_total = 0.0
-        g_d_total = 0.0
-        for j in range(x.shape[1]):
-            g = dy[r, j] * gain[j]
-            g_total += g
-            g_d_total += g * (x[r, j] - shift)
-        sums[0, r - start] = g_total
-        sums[1, r - start] = g_d_total
-
-
-@njit(**_EXACT)
-def _input_gradient_tile(dy, x, start, stop, mean, rstd, gain, sums, dx, recent):
-    """dx = (g − mean(g) − x̂ · mean(g·x̂)) / σ; add dy·x̂, dy to recent[0], recent[1].
-
-    x̂ as in _normalize_tile, in x's dtype; no fastmath, for the same reason.
-    """
-    as_dtype = x.dtype.type
-    n = x.shape[1]
-    for r in range(start, stop):
-        shift = x[r, 0]
-        offset = mean[r] - shift
-        sum_g, sum_g_d = sums[0, r - start], sums[1, r - start]
-        mean_g = sum_g / n
-        mean_g_xhat = rstd[r] * (sum_g_d - offset * sum_g) / n
-        offset, scale = as_dtype(offset), as_dtype(rstd[r])
-        a, b = as_dtype(mean_g), as_dtype(mean_g_xhat)
-        for j in range(n):
-            x_hat = ((x[r, j] - shift) - offset) * scale
-            dx[r, j] = scale * (dy[r, j] * gain[j] - a - x_hat * b)
-            recent[0, j] += dy[r, j] * x_hat
-            recent[1, j] += dy[r, j]
+    H, zero = x.shape[1], x.dtype.type(0)
+    ahead_r, ahead_offset = ahead
+    ahead_shift = x[ahead_r, 0]
+    sum_g = sum_g_centered = 0.0
+    for start in range(0, H, BLOCK):
+        block_g = block_g_centered = zero
+        for j in range(np.uintp(start), np.uintp(min(start + BLOCK, H))):
+            if row is not None:
+                r, offset, scale, mean_g, mean_g_x_hat = row
+                x_hat = _centered(x[r, j], x[r, 0], offset) * scale
+                dx[r, j] = _input_gradient(dy[r, j] * gain[j], x_hat, scale, mean_g,
+                                           mean_g_x_hat)
+                recent[0, j] += dy[r, j] * x_hat
+                recent[1, j] += dy[r, j]
+            g = dy[ahead_r, j] * gain[j]
+            block_g += g
+            block_g_centered += g * _centered(x[ahead_r, j], ahead_shift, ahead_offset)
+        sum_g += block_g
+        sum_g_centered += block_g_centered
+    return sum_g, sum_g_centered
 
 
 @njit(**_EXACT)
@@ -156,53 +158,63 @@ def _flush(recent, total):
             total[i, j] += recent[i, j]
             recent[i, j] = 0
 
-
 # ----------------------------------------------------------------------------
-# Drivers: tiles (forward) and chunks of tiles (backward), serial or parallel
+# Chunks of rows, serial or parallel
 # ----------------------------------------------------------------------------
 
 @njit(**_EXACT)
-def _tile_rows(H):
-    return max(1, TILE_ELEMENTS // H)
+def _chunk_rows(chunk, chunks, rows):
+    return chunk * rows // chunks, (chunk + 1) * rows // chunks
 
 
 @njit(**_EXACT)
-def _forward_tile(tile, x, gain, bias, eps, y, mean, rstd):
-    start = tile * _tile_rows(x.shape[1])
-    stop = min(start + _tile_rows(x.shape[1]), x.shape[0])
-    shifted_mean = np.empty(stop - start)
-    _statistics_tile(x, start, stop, eps, shifted_mean, mean, rstd)
-    _normalize_tile(x, start, stop, shifted_mean, rstd, gain, bias, y)
+def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd):
+    """Rows of one chunk; Σd of row r + 1 is summed in the loop over row r."""
+    start, stop = _chunk_rows(chunk, chunks, x.shape[0])
+    H, as_dtype = x.shape[1], x.dtype.type
+    if start == stop:
+        return
+    # The first row's Σd; the squares summed alongside (of μ = x₀) are discarded.
+    deviations, _ = _forward_sums(x, start, as_dtype(0), start)
+    for r in range(start, stop):
+        offset = deviations / H
+        deviations, squares = _forward_sums(x, r, as_dtype(offset), min(r + 1, stop - 1))
+        mean[r] = x[r, 0] + offset
+        rstd[r] = 1.0 / np.sqrt(squares / H + eps)
+        _normalize_row(x, r, as_dtype(offset), as_dtype(rstd[r]), gain, bias, y)
 
 
 @njit(**_EXACT)
-def _forward_serial(tiles, x, gain, bias, eps, y, mean, rstd):
-    for tile in range(tiles):
-        _forward_tile(tile, x, gain, bias, eps, y, mean, rstd)
+def _forward_serial(chunks, x, gain, bias, eps, y, mean, rstd):
+    for chunk in range(chunks):
+        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd)
 
 
 @njit(parallel=True, **_EXACT)
-def _forward_parallel(tiles, x, gain, bias, eps, y, mean, rstd):
-    for tile in prange(tiles):
-        _forward_tile(tile, x, gain, bias, eps, y, mean, rstd)
+def _forward_parallel(chunks, x, gain, bias, eps, y, mean, rstd):
+    for chunk in prange(chunks):
+        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd)
 
 
 @njit(**_EXACT)
 def _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts):
-    """The rows of one chunk, tile by tile: dx, and in parts[chunk] Σ dy·x̂ and Σ dy."""
-    chunks, (rows, H) = parts.shape[0], x.shape
-    chunk_start, chunk_stop = chunk * rows // chunks, (chunk + 1) * rows // chunks
-    sums = np.empty((2, _tile_rows(H)))
+    """dx of one chunk's rows, and in parts[chunk] their Σ dy·x̂ and Σ dy."""
+    start, stop = _chunk_rows(chunk, parts.shape[0], x.shape[0])
+    H, as_dtype = x.shape[1], x.dtype.type
+    if start == stop:
+        return
     recent = np.zeros((2, H), x.dtype)
-    unflushed = 0
-    for start in range(chunk_start, chunk_stop, _tile_rows(H)):
-        stop = min(start + _tile_rows(H), chunk_stop)
-        _gradient_sums_tile(dy, x, start, stop, gain, sums)
-        _input_gradient_tile(dy, x, start, stop, mean, rstd, gain, sums, dx, recent)
-        unflushed += stop - start
-        if unflushed >= FLUSH_ROWS or stop == chunk_stop:
+    ahead = (start, as_dtype(mean[start] - x[start, 0]))
+    sum_g, sum_g_centered = _backward_sums(dy, x, gain, None, ahead, dx, recent)
+    for r in range(start, stop):
+        scale = rstd[r]
+        row = (r, ahead[1], as_dtype(scale), as_dtype(sum_g / H),
+               as_dtype(scale * sum_g_centered / H))
+        following = min(r + 1, stop - 1)
+        ahead = (following, as_dtype(mean[following] - x[following, 0]))
+        sum_g, sum_g_centered = _backward_sums(dy, x, gain, row, ahead, dx, recent)
+        if (r - start + 1) % FLUSH_ROWS == 0 or r == stop - 1:
             _flush(recent, parts[chunk])
-            unflushed = 0
 
 
 @njit(**_EXACT)
@@ -234,7 +246,7 @@ def _use_parallel(size: int) -> bool:
 
 
 def chunk_count(rows: int, H: int) -> int:
-    """How many chunks of rows the backward sums dgain and dbias over.
+    """How many chunks the rows are cut into (dgain and dbias are summed per chunk).
 
     A function of the shape alone, so that the result is bitwise the same for
     any number of threads.
@@ -256,11 +268,10 @@ def layer_norm_forward(x, gain, bias, eps):
     """
     x, gain, bias = forward_arguments(x, gain, bias)
     rows, H = x.shape
-    y = np.empty_like(x)
+    y = empty(x.shape, x.dtype)
     mean, rstd = np.empty(rows), np.empty(rows)
-    tiles = -(-rows // _tile_rows(H))
     run = _forward_parallel if _use_parallel(x.size) else _forward_serial
-    run(tiles, x, gain, bias, float(eps), y, mean, rstd)
+    run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd)
     return y, mean, rstd
 
 
@@ -271,7 +282,7 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
     """
     dy, x, mean, rstd, gain, affine = backward_arguments(dy, x, mean, rstd, gain)
     rows, H = x.shape
-    dx, dgain, dbias = np.empty_like(x), np.empty(H, x.dtype), np.empty(H, x.dtype)
+    dx, dgain, dbias = empty(x.shape, x.dtype), np.empty(H, x.dtype), np.empty(H, x.dtype)
     parts = np.zeros((chunk_count(rows, H), 2, H))
     run = _backward_parallel if _use_parallel(x.size) else _backward_serial
     run(dy, x, mean, rstd, gain, dx, parts, dgain, dbias)
