@@ -28,7 +28,9 @@ MAX_POOLED_BYTES = 1 << 28
 
 _idle: dict[int, list[np.ndarray]] = {}     # nbytes -> idle uint8 buffers
 _idle_bytes = 0
-_lock = threading.Lock()                     # a loan may die on any thread
+# A loan may die on any thread, and also on this one while it holds the lock
+# (a garbage collection run by an allocation below): hence re-entrant.
+_lock = threading.RLock()
 
 
 class _Loan:

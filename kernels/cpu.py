@@ -269,7 +269,7 @@ def layer_norm_forward(x, gain, bias, eps):
     x, gain, bias = forward_arguments(x, gain, bias)
     rows, H = x.shape
     y = empty(x.shape, x.dtype)
-    mean, rstd = np.empty(rows), np.empty(rows)
+    mean, rstd = np.empty((2, rows))
     run = _forward_parallel if _use_parallel(x.size) else _forward_serial
     run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd)
     return y, mean, rstd
@@ -282,7 +282,8 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
     """
     dy, x, mean, rstd, gain, affine = backward_arguments(dy, x, mean, rstd, gain)
     rows, H = x.shape
-    dx, dgain, dbias = empty(x.shape, x.dtype), np.empty(H, x.dtype), np.empty(H, x.dtype)
+    dx = empty(x.shape, x.dtype)
+    dgain, dbias = np.empty((2, H), x.dtype)
     parts = np.zeros((chunk_count(rows, H), 2, H))
     run = _backward_parallel if _use_parallel(x.size) else _backward_serial
     run(dy, x, mean, rstd, gain, dx, parts, dgain, dbias)
