@@ -38,12 +38,18 @@ __all__ = ["layer_norm_forward", "layer_norm_backward", "adam_step"]
 # Division by zero gives inf/nan as in NumPy, rather than raising. fastmath is
 # switched off explicitly: a Numba function that leaves it unset inherits the
 # fastmath of the function that calls it.
-_EXACT = dict(cache=True, error_model="numpy", fastmath=False)
+_EXACT = dict(error_model="numpy", fastmath=False)
 # Row sums may be reordered, so that LLVM vectorizes them. 'nnan' and 'ninf'
 # are left out on purpose: a NaN or an Inf in a row must reach that row's
 # output. So is 'contract': fusing g = dy·gain into Σ g would give Σ g and g
 # different roundings, and dx = g − mean(g) would not vanish for H = 1.
 _REDUCTION = dict(_EXACT, fastmath={"reassoc", "nsz", "arcp"})
+# Only the entry points called from Python are cached on disk (so that tests
+# and examples don't pay the compile each run). A helper loaded from the cache
+# on its own would be linked as machine code, not inlined, and run its sums in
+# an order of its own: the serial and parallel drivers would then disagree in
+# the last bit, depending on which files happened to be cached.
+_ENTRY = dict(_EXACT, cache=True)
 
 # Below this many elements a call runs serially: waking the thread pool costs
 # several microseconds, more than a small batch (say 4 x 1000) takes in total.
@@ -85,9 +91,10 @@ def _input_gradient(g, x_hat, scale, mean_g, mean_g_x_hat):
     return scale * (g - mean_g - x_hat * mean_g_x_hat)
 
 # ----------------------------------------------------------------------------
-# The loops over the columns start..stop−1 of one or two rows. Indices are
-# unsigned: Numba wraps a negative index around, and an index it cannot prove
-# non-negative (start + k) gets a check that keeps LLVM from vectorizing.
+# The loops over the columns of one or two rows, BLOCK columns at a time.
+# Column indices are unsigned: Numba wraps a negative index around, and for an
+# index it cannot prove non-negative (a block's start + k) that check keeps
+# LLVM from vectorizing the loop (5x slower).
 # ----------------------------------------------------------------------------
 
 @njit(**_REDUCTION)
@@ -184,13 +191,13 @@ def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd):
         _normalize_row(x, r, as_dtype(offset), as_dtype(rstd[r]), gain, bias, y)
 
 
-@njit(**_EXACT)
+@njit(**_ENTRY)
 def _forward_serial(chunks, x, gain, bias, eps, y, mean, rstd):
     for chunk in range(chunks):
         _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd)
 
 
-@njit(parallel=True, **_EXACT)
+@njit(parallel=True, **_ENTRY)
 def _forward_parallel(chunks, x, gain, bias, eps, y, mean, rstd):
     for chunk in prange(chunks):
         _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd)
@@ -198,7 +205,7 @@ def _forward_parallel(chunks, x, gain, bias, eps, y, mean, rstd):
 
 @njit(**_EXACT)
 def _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts):
-    """dx of one chunk's rows, and in parts[chunk] their Σ dy·x̂ and Σ dy."""
+    """dx of one chunk's rows, and in parts[chunk] (float64) their Σ dy·x̂ and Σ dy."""
     start, stop = _chunk_rows(chunk, parts.shape[0], x.shape[0])
     H, as_dtype = x.shape[1], x.dtype.type
     if start == stop:
@@ -218,27 +225,28 @@ def _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts):
 
 
 @njit(**_EXACT)
-def _add_chunks(parts, dgain, dbias):
-    """dgain, dbias = the chunks' sums, added in chunk order (deterministic)."""
+def _add_chunks(parts, gain_grads):
+    """gain_grads = (dgain, dbias) = the chunks' sums, added in chunk order."""
     total = parts[0].copy()
     for chunk in range(1, parts.shape[0]):
         total += parts[chunk]
-    dgain[:] = total[0]
-    dbias[:] = total[1]
+    gain_grads[:] = total
 
 
-@njit(**_EXACT)
-def _backward_serial(dy, x, mean, rstd, gain, dx, parts, dgain, dbias):
-    for chunk in range(parts.shape[0]):
+@njit(**_ENTRY)
+def _backward_serial(chunks, dy, x, mean, rstd, gain, dx, gain_grads):
+    parts = np.zeros((chunks, 2, x.shape[1]))
+    for chunk in range(chunks):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts)
-    _add_chunks(parts, dgain, dbias)
+    _add_chunks(parts, gain_grads)
 
 
-@njit(parallel=True, **_EXACT)
-def _backward_parallel(dy, x, mean, rstd, gain, dx, parts, dgain, dbias):
-    for chunk in prange(parts.shape[0]):
+@njit(parallel=True, **_ENTRY)
+def _backward_parallel(chunks, dy, x, mean, rstd, gain, dx, gain_grads):
+    parts = np.zeros((chunks, 2, x.shape[1]))
+    for chunk in prange(chunks):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts)
-    _add_chunks(parts, dgain, dbias)
+    _add_chunks(parts, gain_grads)
 
 
 def _use_parallel(size: int) -> bool:
@@ -282,11 +290,10 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
     """
     dy, x, mean, rstd, gain, affine = backward_arguments(dy, x, mean, rstd, gain)
     rows, H = x.shape
-    dx = empty(x.shape, x.dtype)
-    dgain, dbias = np.empty((2, H), x.dtype)
-    parts = np.zeros((chunk_count(rows, H), 2, H))
+    dx, gain_grads = empty(x.shape, x.dtype), np.empty((2, H), x.dtype)
     run = _backward_parallel if _use_parallel(x.size) else _backward_serial
-    run(dy, x, mean, rstd, gain, dx, parts, dgain, dbias)
+    run(chunk_count(rows, H), dy, x, mean, rstd, gain, dx, gain_grads)
+    dgain, dbias = gain_grads
     return (dx, dgain, dbias) if affine else (dx, None, None)
 
 
@@ -313,13 +320,13 @@ def _adam_element(i, param, grad, exp_avg, exp_avg_sq, hyper):
     param[i] -= step_size * exp_avg[i] / denom
 
 
-@njit(**_EXACT)
+@njit(**_ENTRY)
 def _adam_serial(param, grad, exp_avg, exp_avg_sq, hyper):
     for i in range(param.size):
         _adam_element(i, param, grad, exp_avg, exp_avg_sq, hyper)
 
 
-@njit(parallel=True, **_EXACT)
+@njit(parallel=True, **_ENTRY)
 def _adam_parallel(param, grad, exp_avg, exp_avg_sq, hyper):
     for i in prange(param.size):
         _adam_element(i, param, grad, exp_avg, exp_avg_sq, hyper)
