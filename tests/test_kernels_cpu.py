@@ -1,4 +1,5 @@
 """The Numba CPU kernels (tinynet.kernels.cpu) against the NumPy reference, the spec."""
+import numba
 import numpy as np
 import pytest
 
@@ -101,17 +102,38 @@ def test_nan_reaches_its_row_and_stays_there(shape):
     assert np.all(np.isfinite(np.delete(dgain, 5))) and np.all(np.isfinite(np.delete(dbias, 5)))
 
 
-@pytest.mark.parametrize("shape", [(2000, 33), (7, 1024), (3, 4097)], ids=str)
-def test_serial_and_parallel_paths_agree_bit_for_bit(shape, monkeypatch):
-    """dgain/dbias are summed per chunk of rows, not per thread: same bits either way."""
+def run_forward_and_backward(x, gain, bias, dy):
+    y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    return (y, mean, rstd) + cpu.layer_norm_backward(dy, x, mean, rstd, gain)
+
+
+@pytest.mark.parametrize("shape", [(2000, 33), (300, 256), (7, 1024), (3, 4097)], ids=str)
+def test_the_number_of_threads_does_not_change_a_bit(shape):
+    """The shape picks the driver and the chunks dgain/dbias are summed over."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 Numba threads")
+    x, gain, bias, dy = layer_norm_inputs(shape, np.float32, offset=3.0)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            results.append(run_forward_and_backward(x, gain, bias, dy))
+    finally:
+        numba.set_num_threads(before)
+    for one, two in zip(*results):
+        np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("shape", [(2000, 33), (7, 1024)], ids=str)
+def test_serial_and_parallel_drivers_agree(shape, monkeypatch):
     x, gain, bias, dy = layer_norm_inputs(shape, np.float32, offset=3.0)
     results = []
     for parallel in (False, True):
         monkeypatch.setattr(cpu, "_use_parallel", lambda size, parallel=parallel: parallel)
-        y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
-        results.append((y, mean, rstd) + cpu.layer_norm_backward(dy, x, mean, rstd, gain))
+        results.append(run_forward_and_backward(x, gain, bias, dy))
     for serial, parallel in zip(*results):
-        np.testing.assert_array_equal(serial, parallel)
+        assert_close(parallel, serial, 1e-6)
 
 
 def test_empty_batch():
