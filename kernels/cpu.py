@@ -18,11 +18,12 @@ that reading from memory never pauses while a cached row is worked on.
   r + 1.
 
 Sums over a row are taken in x's dtype over blocks of BLOCK columns (LLVM keeps
-32 partial sums in vector registers, so each adds at most 32 numbers) and
+8 to 32 partial sums in vector registers, so each adds at most 128 numbers) and
 the blocks' sums are added in float64. dgain and dbias are summed per fixed
 *chunk* of rows, not per thread, and the chunks' sums are added in order at
-the end: the result is the same, bit for bit, for any number of threads and
-for the serial and parallel drivers. docs/kernels.md explains the choices.
+the end. The input's size alone picks the serial or parallel driver, so a
+result is the same, bit for bit, for any number of threads (see _use_parallel).
+docs/kernels.md explains the choices.
 """
 from __future__ import annotations
 
