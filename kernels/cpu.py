@@ -27,6 +27,8 @@ docs/kernels.md explains the choices.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit, prange
 
@@ -260,6 +262,7 @@ def _use_parallel(size: int) -> bool:
     return size >= PARALLEL_MIN_ELEMENTS
 
 
+@functools.lru_cache(maxsize=256)
 def chunk_count(rows: int, H: int) -> int:
     """How many chunks the rows are cut into (dgain and dbias are summed per chunk).
 
@@ -284,7 +287,8 @@ def layer_norm_forward(x, gain, bias, eps):
     x, gain, bias = forward_arguments(x, gain, bias)
     rows, H = x.shape
     y = empty(x.shape, x.dtype)
-    mean, rstd = np.empty((2, rows))
+    statistics = np.empty((2, rows))
+    mean, rstd = statistics[0], statistics[1]
     run = _forward_parallel if _use_parallel(x.size) else _forward_serial
     run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd)
     return y, mean, rstd
@@ -300,7 +304,7 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
     dx, gain_grads = empty(x.shape, x.dtype), np.empty((2, H), x.dtype)
     run = _backward_parallel if _use_parallel(x.size) else _backward_serial
     run(chunk_count(rows, H), dy, x, mean, rstd, gain, dx, gain_grads)
-    dgain, dbias = gain_grads
+    dgain, dbias = gain_grads[0], gain_grads[1]
     return (dx, dgain, dbias) if affine else (dx, None, None)
 
 
