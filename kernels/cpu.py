@@ -47,10 +47,8 @@ _EXACT = dict(error_model="numpy", fastmath=False)
 # different roundings, and dx = g − mean(g) would not vanish for H = 1.
 _REDUCTION = dict(_EXACT, fastmath={"reassoc", "nsz", "arcp"})
 # Only the entry points called from Python are cached on disk (so that tests
-# and examples don't pay the compile each run). A helper loaded from the cache
-# on its own would be linked as machine code, not inlined, and run its sums in
-# an order of its own: the serial and parallel drivers would then disagree in
-# the last bit, depending on which files happened to be cached.
+# and examples don't pay the compile each run); the helpers are compiled with,
+# and inlined into, whichever entry point needs them.
 _ENTRY = dict(_EXACT, cache=True)
 
 # Below this many elements a call runs serially: waking the thread pool costs
