@@ -144,36 +144,35 @@ def cpu_tables(threads, torch):
 
     results = {shape: measure_cpu_shape(shape, torch) for shape in CPU_SHAPES}
 
+    print_speed_table(f"CPU forward, float32, {label}", results, "forward",
+                      ("fresh y", "forward"), "fresh y ms", "forward", forward_bytes,
+                      copy_bw, triad_bw)
+    print_speed_table(f"CPU forward+backward, float32, {label} (bandwidth: the backward alone)",
+                      results, "both", ("numba", "backward"), "Numba bwd ms", "backward",
+                      backward_bytes, copy_bw, triad_bw)
+    print_targets(label, results, copy_bw, triad_bw)
+
+
+def print_speed_table(title, results, timed, extra, extra_name, bandwidth_of, nbytes,
+                      copy_bw, triad_bw):
+    """One row per shape: the ``timed`` times of NumPy, Numba and torch, one
+    ``extra`` time, the Numba GB/s of ``bandwidth_of`` (of copy, of triad) and
+    the NumPy/Numba and torch/Numba ratios."""
     def ms(t, key):
         return t[key] * 1e3 if key in t else "n/a"
 
-    def ratio(t, slower, faster):
-        return t[slower] / t[faster] if slower in t and faster in t else "n/a"
+    def ratio(t, slower):
+        return t[slower, timed] / t["numba", timed] if (slower, timed) in t else "n/a"
 
     rows = []
     for shape, t in results.items():
-        gbs = forward_bytes(shape) / t["numba", "forward"] / 1e9
-        rows.append([str(shape), ms(t, ("reference", "forward")), ms(t, ("numba", "forward")),
-                     ms(t, ("torch", "forward")), ms(t, ("fresh y", "forward")), gbs,
-                     gbs / copy_bw, gbs / triad_bw,
-                     ratio(t, ("reference", "forward"), ("numba", "forward")),
-                     ratio(t, ("torch", "forward"), ("numba", "forward"))])
-    print_table(f"CPU forward, float32, {label}",
-                ["shape", "NumPy ms", "Numba ms", "torch ms", "fresh y ms", "Numba GB/s",
-                 "of copy", "of triad", "NumPy/Numba", "torch/Numba"], rows)
-
-    rows = []
-    for shape, t in results.items():
-        gbs = backward_bytes(shape) / t["numba", "backward"] / 1e9
-        rows.append([str(shape), ms(t, ("reference", "both")), ms(t, ("numba", "both")),
-                     ms(t, ("torch", "both")), ms(t, ("numba", "backward")), gbs,
-                     gbs / copy_bw, gbs / triad_bw,
-                     ratio(t, ("reference", "both"), ("numba", "both")),
-                     ratio(t, ("torch", "both"), ("numba", "both"))])
-    print_table(f"CPU forward+backward, float32, {label} (bandwidth: the backward alone)",
-                ["shape", "NumPy ms", "Numba ms", "torch ms", "Numba bwd ms", "bwd GB/s",
-                 "of copy", "of triad", "NumPy/Numba", "torch/Numba"], rows)
-    print_targets(label, results, copy_bw, triad_bw)
+        gbs = nbytes(shape) / t["numba", bandwidth_of] / 1e9
+        rows.append([str(shape), ms(t, ("reference", timed)), ms(t, ("numba", timed)),
+                     ms(t, ("torch", timed)), ms(t, extra), gbs, gbs / copy_bw,
+                     gbs / triad_bw, ratio(t, "reference"), ratio(t, "torch")])
+    gbs_name = "Numba GB/s" if bandwidth_of == timed else "bwd GB/s"
+    print_table(title, ["shape", "NumPy ms", "Numba ms", "torch ms", extra_name, gbs_name,
+                        "of copy", "of triad", "NumPy/Numba", "torch/Numba"], rows)
 
 
 def print_targets(label, results, copy_bw, triad_bw):
