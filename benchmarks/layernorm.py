@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -60,6 +61,38 @@ def backward_bytes(shape):
     return 3 * shape[0] * shape[1] * 4
 
 
+def kernel_closures(kernels, x, gain, bias, dy):
+    """{'forward', 'backward', 'both'} closures of a kernel module (reference, cpu, cuda)."""
+    _, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)
+
+    def both():
+        _, m, r = kernels.layer_norm_forward(x, gain, bias, EPS)
+        kernels.layer_norm_backward(dy, x, m, r, gain)
+    return {"forward": lambda: kernels.layer_norm_forward(x, gain, bias, EPS),
+            "backward": lambda: kernels.layer_norm_backward(dy, x, mean, rstd, gain),
+            "both": both}
+
+
+def torch_closures(torch, device, x, gain, bias, dy):
+    """The same closures for ``torch.nn.functional.layer_norm`` on ``device``, with
+    tensors sharing the NumPy or CuPy arrays' memory; the backward is ``autograd.grad``."""
+    xt, wt, bt = (torch.as_tensor(a, device=device).detach().requires_grad_()
+                  for a in (x, gain, bias))
+    dyt = torch.as_tensor(dy, device=device)
+    layer_norm = torch.nn.functional.layer_norm
+    out = layer_norm(xt, xt.shape[1:], wt, bt, EPS)
+
+    def forward():
+        with torch.no_grad():
+            layer_norm(xt, xt.shape[1:], wt, bt, EPS)
+
+    def both():
+        torch.autograd.grad(layer_norm(xt, xt.shape[1:], wt, bt, EPS), (xt, wt, bt), dyt)
+    return {"forward": forward,
+            "backward": lambda: torch.autograd.grad(out, (xt, wt, bt), dyt, retain_graph=True),
+            "both": both}
+
+
 # ----------------------------------------------------------------------------
 # CPU
 # ----------------------------------------------------------------------------
@@ -86,23 +119,6 @@ def cpu_bandwidth():
     return 2 * nbytes / copy_s / 1e9, 3 * nbytes / triad_s / 1e9
 
 
-def torch_layer_norm(torch, x, gain, bias, dy):
-    """(forward, forward+backward) closures of torch.nn.functional.layer_norm."""
-    xt, dyt = torch.from_numpy(x).requires_grad_(), torch.from_numpy(dy)
-    wt = torch.from_numpy(gain).requires_grad_()
-    bt = torch.from_numpy(bias).requires_grad_()
-    layer_norm = torch.nn.functional.layer_norm
-
-    def forward():
-        with torch.no_grad():
-            layer_norm(xt, x.shape[1:], wt, bt, EPS)
-
-    def forward_backward():
-        xt.grad = wt.grad = bt.grad = None
-        layer_norm(xt, x.shape[1:], wt, bt, EPS).backward(dyt)
-    return forward, forward_backward
-
-
 def measure_cpu_shape(shape, torch):
     """Median seconds per call: {(implementation, 'forward'|'backward'|'both'): s}.
 
@@ -114,21 +130,13 @@ def measure_cpu_shape(shape, torch):
     from tinynet.kernels import cpu, reference
 
     x, gain, bias, dy = layer_norm_inputs(np, shape)
-    functions = {("fresh y", "forward"): lambda: np.empty_like(x).fill(0)}
-    for name, kernels in (("reference", reference), ("numba", cpu)):
-        _, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)
-
-        def both(kernels=kernels):
-            _, m, r = kernels.layer_norm_forward(x, gain, bias, EPS)
-            kernels.layer_norm_backward(dy, x, m, r, gain)
-        functions[name, "forward"] = lambda kernels=kernels: kernels.layer_norm_forward(
-            x, gain, bias, EPS)
-        functions[name, "backward"] = lambda kernels=kernels, m=mean, r=rstd: (
-            kernels.layer_norm_backward(dy, x, m, r, gain))
-        functions[name, "both"] = both
+    closures = {"reference": kernel_closures(reference, x, gain, bias, dy),
+                "numba": kernel_closures(cpu, x, gain, bias, dy)}
     if torch is not None:
-        functions["torch", "forward"], functions["torch", "both"] = torch_layer_norm(
-            torch, x, gain, bias, dy)
+        closures["torch"] = torch_closures(torch, "cpu", x, gain, bias, dy)
+    functions = {(name, direction): fn for name, fns in closures.items()
+                 for direction, fn in fns.items()}
+    functions["fresh y", "forward"] = lambda: np.empty_like(x).fill(0)
     return median_times(functions)
 
 
@@ -201,21 +209,71 @@ def print_targets(label, results, copy_bw, triad_bw):
 # GPU
 # ----------------------------------------------------------------------------
 
-def gpu_time(cupy, fn, repeat=20):
-    """(median kernel ms from CUDA events, median wall ms) of ``fn``."""
+def gpu_hold_kernel():
+    """A one-thread kernel that sleeps about ``microseconds`` and then sets ``done[0]``."""
+    import warnings
+
+    from numba import cuda
+    from numba.core.errors import NumbaPerformanceWarning
+    warnings.filterwarnings("ignore", "Grid size 1", NumbaPerformanceWarning)
+
+    @cuda.jit
+    def hold(microseconds, done):
+        for _ in range(microseconds):
+            cuda.nanosleep(1000)
+        done[0] = 1
+    return hold
+
+
+def gpu_time(cupy, fn, hold, repeat=20, rounds=3):
+    """(kernel ms, wall ms) per call of ``fn``, medians.
+
+    Wall: the host's clock around one call and a synchronize, what a caller
+    waits, launch costs included. Kernel: the GPU's time per call alone. CUDA
+    events around a single call would also count the time the GPU sits idle
+    while the host prepares the launches, so a holding kernel keeps the GPU
+    busy until all ``repeat`` calls are queued between the two events. If the
+    first event has already passed when the last call is queued, the queue ran
+    dry: the round is run again with a longer hold.
+    """
+    from tinynet.kernels.cuda import _launch
+    synchronize = cupy.cuda.get_current_stream().synchronize
     fn()
-    cupy.cuda.get_current_stream().synchronize()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    kernel, wall = [], []
+    synchronize()
+    wall = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        start.record()
         fn()
-        stop.record()
-        stop.synchronize()
+        synchronize()
         wall.append((time.perf_counter() - t0) * 1e3)
-        kernel.append(cupy.cuda.get_elapsed_time(start, stop))
-    return sorted(kernel)[repeat // 2], sorted(wall)[repeat // 2]
+    wall_ms = statistics.median(wall)
+    done = cupy.zeros(1, cupy.int32)
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    hold_us = int(2e3 * repeat * wall_ms) + 1000
+    kernel = []
+    while len(kernel) < rounds:
+        _launch(hold, 1, 1, hold_us, done)
+        start.record()
+        for _ in range(repeat):
+            fn()
+        stop.record()
+        queue_ran_dry = start.done
+        stop.synchronize()
+        if queue_ran_dry:
+            hold_us *= 2
+            if hold_us > 5e6:
+                raise RuntimeError("gpu_time: the host cannot queue the calls ahead of the GPU")
+            continue
+        kernel.append(cupy.cuda.get_elapsed_time(start, stop) / repeat)
+    return statistics.median(kernel), wall_ms
+
+
+def gpu_copy_bandwidth(cupy, hold):
+    """Device-to-device copy bandwidth in GB/s (bytes read + written), kernel time."""
+    src = cupy.ones(BANDWIDTH_ELEMENTS, cupy.float32)
+    dst = cupy.empty_like(src)
+    copy_ms, _ = gpu_time(cupy, lambda: dst.__setitem__(Ellipsis, src), hold)
+    return 2 * src.nbytes / copy_ms / 1e6
 
 
 def gpu_tables(torch):
@@ -227,64 +285,63 @@ def gpu_tables(torch):
     from tinynet.kernels import cuda as cuda_kernels
     from tinynet.kernels import reference
 
-    src = cupy.ones(BANDWIDTH_ELEMENTS, cupy.float32)
-    dst = cupy.empty_like(src)
-    copy_ms, _ = gpu_time(cupy, lambda: dst.__setitem__(Ellipsis, src))
-    copy_bw = 2 * src.nbytes / copy_ms / 1e6
-    print_table("GPU device-to-device copy", ["GB/s"], [[copy_bw]])
+    hold = gpu_hold_kernel()
+    copy_bw = gpu_copy_bandwidth(cupy, hold)
+    print_table("GPU device-to-device copy (kernel time; bytes read + written)", ["GB/s"],
+                [[copy_bw]])
     torch_cuda = torch is not None and torch.cuda.is_available()
 
-    for direction in ("forward", "forward+backward"):
+    results = {}
+    for shape in GPU_SHAPES:
+        x, gain, bias, dy = layer_norm_inputs(cupy, shape)
+        closures = {"numba": kernel_closures(cuda_kernels, x, gain, bias, dy),
+                    "cupy": kernel_closures(reference, x, gain, bias, dy)}
+        if torch_cuda:
+            closures["torch"] = torch_closures(torch, "cuda", x, gain, bias, dy)
+        results[shape] = {(name, direction): gpu_time(cupy, fn, hold)
+                          for name, fns in closures.items() for direction, fn in fns.items()}
+        del x, gain, bias, dy, closures
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    bytes_of = {"forward": forward_bytes, "backward": backward_bytes,
+                "both": lambda shape: forward_bytes(shape) + backward_bytes(shape)}
+    for direction in ("forward", "backward", "both"):
         rows = []
-        for shape in GPU_SHAPES:
-            x, gain, bias, dy = layer_norm_inputs(cupy, shape)
-            nbytes = forward_bytes(shape)
-            if direction != "forward":
-                nbytes += backward_bytes(shape)
-            impls = {"numba": cuda_kernels, "cupy": reference}
-            timings = {}
-            for name, kernels in impls.items():
-                def run(kernels=kernels):
-                    y, m, r = kernels.layer_norm_forward(x, gain, bias, EPS)
-                    if direction != "forward":
-                        kernels.layer_norm_backward(dy, x, m, r, gain)
-                timings[name] = gpu_time(cupy, run)
-            if torch_cuda:
-                xt = torch.as_tensor(x, device="cuda")
-                forward, forward_backward = torch_layer_norm_cuda(torch, xt, gain, bias, dy)
-                timings["torch"] = gpu_time(cupy, forward if direction == "forward"
-                                            else forward_backward)
+        for shape, t in results.items():
             row = [str(shape)]
             for name in ("numba", "cupy", "torch"):
-                row += list(timings[name]) if name in timings else ["n/a", "n/a"]
-            kernel_ms = timings["numba"][0]
-            gbs = nbytes / kernel_ms / 1e6
+                row += [v * 1e3 for v in t[name, direction]] if (name, direction) in t \
+                    else ["n/a", "n/a"]
+            gbs = bytes_of[direction](shape) / t["numba", direction][0] / 1e6
             row += [gbs, gbs / copy_bw]
-            row.append(timings["cupy"][0] / kernel_ms)
-            row.append(timings["torch"][0] / kernel_ms if "torch" in timings else "n/a")
+            for name in ("cupy", "torch"):
+                row.append(t[name, direction][0] / t["numba", direction][0]
+                           if (name, direction) in t else "n/a")
             rows.append(row)
-        print_table(f"GPU {direction}, float32 (kernel ms from CUDA events; wall ms)",
+        title = {"forward": "forward", "backward": "backward (dx, dgain, dbias)",
+                 "both": "forward + backward"}[direction]
+        print_table(f"GPU {title}, float32 (µs: kernel time per call from CUDA events "
+                    f"with the queue kept full; wall time per call, synchronized)",
                     ["shape", "Numba kernel", "Numba wall", "CuPy kernel", "CuPy wall",
-                     "torch kernel", "torch wall", "Numba GB/s", "of copy",
-                     "CuPy/Numba", "torch/Numba"], rows)
+                     "torch kernel", "torch wall", "Numba GB/s", "of copy", "CuPy/Numba",
+                     "torch/Numba"], rows)
+    print_gpu_targets(results, copy_bw)
 
 
-def torch_layer_norm_cuda(torch, xt, gain, bias, dy):
-    """PyTorch closures on CUDA tensors (sharing the CuPy arrays' memory)."""
-    xt = xt.detach().requires_grad_()
-    wt = torch.as_tensor(gain, device="cuda").detach().requires_grad_()
-    bt = torch.as_tensor(bias, device="cuda").detach().requires_grad_()
-    dyt = torch.as_tensor(dy, device="cuda")
-    layer_norm = torch.nn.functional.layer_norm
-
-    def forward():
-        with torch.no_grad():
-            layer_norm(xt, xt.shape[1:], wt, bt, EPS)
-
-    def forward_backward():
-        xt.grad = wt.grad = bt.grad = None
-        layer_norm(xt, xt.shape[1:], wt, bt, EPS).backward(dyt)
-    return forward, forward_backward
+def print_gpu_targets(results, copy_bw):
+    """The issue's GPU targets, on kernel times: one line each, 'yes' or 'no'."""
+    rows = []
+    for shape, t in results.items():
+        for direction, nbytes, goal in (("forward", forward_bytes(shape), 0.70),
+                                        ("backward", backward_bytes(shape), 0.55)):
+            fraction = nbytes / t["numba", direction][0] / 1e6 / copy_bw
+            rows.append([f"{direction} GB/s / copy {shape}", fraction, goal,
+                         "yes" if fraction >= goal else "no"])
+            if ("torch", direction) in t:
+                ratio = t["torch", direction][0] / t["numba", direction][0]
+                rows.append([f"{direction} torch/Numba {shape}", ratio, 1.0,
+                             "yes" if ratio >= 1.0 else "no"])
+    print_table("Targets, GPU", ["target", "measured", "goal", "met"], rows)
 
 
 def main():

@@ -5,21 +5,22 @@ Same calling convention as :mod:`tinynet.kernels.reference` (the spec)::
     layer_norm_forward(x, gain, bias, eps) -> (y, mean, rstd)
     layer_norm_backward(dy, x, mean, rstd, gain) -> (dx, dgain, dbias)
 
-**Forward, one launch.** A *team* of threads normalizes one row (paper, Eqs. 3
-and 4): a warp when the row is short (H ≤ 1024; a block then holds several
-rows), the whole block when it is long. The team strides over the row three
-times: (1) sum d = x − x₀ (x₀ the row's first element), (2) sum the squared
-deviations from mean(d), (3) write y. Each thread keeps float64 sums; a warp
-adds its 32 sums with shuffles, a block then adds its warps' sums through
-shared memory. Passes 2 and 3 re-read the row, which the first pass has just
-brought into the L1/L2 cache.
+**Teams.** A *team* of threads works on one row at a time: a warp when the row
+is short (H ≤ 512; a block then holds several teams), a whole block when it is
+longer. Each thread keeps float64 sums; a warp adds its 32 sums with shuffles,
+a block then adds its warps' sums through shared memory.
 
-**Backward, two launches.** (1) Each block takes a tile of rows. Its teams
-sum g = dy·gain and g·x̂ over each row, as in the forward; then every thread
-walks down the tile in its own columns, writing dx and summing dy·x̂ and dy,
-and stores those sums as the block's row of a (blocks, 2H) scratch array.
-(2) A second kernel adds the scratch's rows, column by column, in block
-order. There are no floating-point atomics: results are deterministic.
+**Rows held in registers** (up to 16 elements per thread, H ≤ 16 384).
+The forward (one launch) loads the row once into registers, every load issued
+at once, and takes the shifted two-pass statistics and y from there. The
+backward (two launches): each team takes every teams-th row, holds x̂ and dy,
+writes dx, and adds dy·x̂ and dy into its own columns' dgain/dbias sums, kept in
+registers across its rows; a second kernel adds the teams' sums column by
+column, in team order. No floating-point atomics: the results are deterministic.
+
+**Longer rows are streamed**: a block per row re-reads it through the caches
+for each pass (forward), or takes a tile of rows and walks down its columns
+(backward), with the same second kernel.
 
 Arrays: CuPy arrays go into the kernels as they are (``__cuda_array_interface__``,
 no host copies) and the outputs are CuPy arrays. Under Numba's CUDA simulator
@@ -30,6 +31,7 @@ See docs/kernels.md.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numba
@@ -44,44 +46,123 @@ __all__ = ["layer_norm_forward", "layer_norm_backward"]
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
 MAX_WARPS = 32                 # 1024 threads per block at most
-MAX_TILE_ROWS = 64             # rows per block in the backward, at most
+MAX_HELD = 32                  # row elements one thread may hold in registers
+MAX_TILE_ROWS = 64             # rows per block in the streaming backward, at most
+
+
+@dataclasses.dataclass(frozen=True)
+class RowPlan:
+    """How one row length is handled: its team, and the elements each thread holds.
+
+    ``held`` is a power of two: the thread of a team of ``threads`` that starts
+    at column ``first`` holds columns ``first + k·threads`` for k < held. With
+    ``held == 0`` the row is too long to hold and is streamed instead.
+    """
+    team: str                  # "warp" (several rows per block) or "block"
+    threads: int               # threads per team
+    held: int
 
 
 @dataclasses.dataclass(frozen=True)
 class Launch:
-    """How the kernels are launched: the knobs that the tests turn.
+    """How the kernels are launched: the knobs that the tests and the sweep
+    (``benchmarks/gpu_launch_sweep.py``, which chose the defaults) turn.
 
     The simulator runs each CUDA thread as a Python thread, so its launches
-    are kept small; a small ``max_block_threads`` together with a small
-    ``warp_row_max_h`` sends short rows down the block-per-row path too.
+    are kept small; small ``max_block_threads`` and ``*_held`` send short rows
+    down the block-team and streaming paths too.
     """
-    warp_row_max_h: int = 1024          # rows up to this long get a warp, longer a block
-    warps_per_block: int = 4            # rows per block on the warp-per-row path
-    max_block_threads: int = 1024       # threads per row on the block-per-row path
-    backward_threads: int = 256         # threads per block of the backward's first kernel
-    tile_elements: int = 1 << 14        # backward: about this many elements per block,
+    warp_row_max_h: int = 512           # rows up to this long get a warp, longer a block
+    warps_per_block: int = 4            # warp teams per block
+    max_block_threads: int = 1024       # block teams: at most this many threads
+    max_held_threads: int = 256         # rows are held by block teams of at most this many
+    forward_held: int = 32              # forward: elements held per thread, at most
+    backward_held: int = 16             # backward: elements held per thread, at most,
+    backward_partial_elements: int = 1 << 19   # ... about teams·2H partial sums,
+    min_backward_teams: int = 264              # ... but at least this many teams
+    backward_threads: int = 256         # streaming backward: threads per block,
+    tile_warp_max_h: int = 1024         # ... rows up to this long summed by warps,
+    tile_elements: int = 1 << 14        # ... about this many elements per block,
     min_tile_rows: int = 8              # ... but this many rows at least
-    sum_columns: int = 32               # column-sum kernel: columns per block at a time,
+    sum_columns: int = 16               # column-sum kernel: columns per block at a time,
     sum_lanes: int = 32                 # threads splitting each column,
     max_sum_blocks: int = 1024          # and blocks at most
 
-    def warp_per_row(self, H: int) -> bool:
-        return H <= self.warp_row_max_h
+    def __post_init__(self):
+        for name in ("warps_per_block", "sum_columns", "sum_lanes"):
+            if not 1 <= getattr(self, name) <= MAX_WARPS:
+                raise ValueError(f"Launch.{name} must be 1 to {MAX_WARPS}; got "
+                                 f"{getattr(self, name)}")
+        for name in ("max_block_threads", "backward_threads"):
+            threads = getattr(self, name)
+            if threads % WARP or not WARP <= threads <= WARP * MAX_WARPS:
+                raise ValueError(f"Launch.{name} must be a multiple of {WARP} up to "
+                                 f"{WARP * MAX_WARPS}; got {threads}")
+        if self.max_held_threads > 256:     # 255 registers each: a block's 64 K registers
+            raise ValueError(f"Launch.max_held_threads must be at most 256; got "
+                             f"{self.max_held_threads}")
+        for name in ("forward_held", "backward_held"):
+            if not 1 <= getattr(self, name) <= MAX_HELD:
+                raise ValueError(f"Launch.{name} must be 1 to {MAX_HELD}; got "
+                                 f"{getattr(self, name)}")
 
-    def block_threads(self, H: int) -> int:
-        """Threads for one long row: about 8 elements each, a multiple of 32."""
-        threads = WARP
-        while threads < self.max_block_threads and threads * 8 < H:
-            threads *= 2
-        return min(threads, self.max_block_threads)
+    def plan(self, H: int, most_held: int) -> RowPlan:
+        """The team for rows of length H, and the elements each thread holds:
+        ``most_held`` or fewer, on as few threads as that allows."""
+        if H <= self.warp_row_max_h:
+            team, threads = "warp", WARP
+        else:
+            team, threads = "block", WARP
+            while threads < self.max_block_threads and threads * most_held < H:
+                threads *= 2
+        held = 1
+        while held * threads < H:
+            held *= 2
+        holds = held <= most_held and threads <= self.max_held_threads
+        return RowPlan(team, threads, held if holds else 0)
+
+    def forward_plan(self, H: int) -> RowPlan:
+        return self.plan(H, self.forward_held)
+
+    def backward_plan(self, H: int) -> RowPlan:
+        return self.plan(H, self.backward_held)
+
+    def forward_grid(self, rows: int, H: int) -> tuple[int, int]:
+        """(blocks, threads per block) of the forward: a team per row."""
+        plan = self.forward_plan(H)
+        if plan.team == "warp" and plan.held:
+            return -(-rows // self.warps_per_block), WARP * self.warps_per_block
+        return rows, plan.threads
+
+    def backward_grid(self, rows: int, H: int) -> tuple[int, int, int]:
+        """(blocks, threads per block, rows of partial sums) of the backward's first kernel.
+
+        Held rows: ``backward_partial_elements // H`` teams (at least
+        ``min_backward_teams``), each adding up dgain and dbias over its rows.
+        Streamed rows: a block per tile of rows.
+        """
+        plan = self.backward_plan(H)
+        if plan.held == 0:
+            blocks = -(-rows // self.tile_rows(H))
+            return blocks, self.backward_threads, blocks
+        teams = min(rows, max(self.min_backward_teams, self.backward_partial_elements // H))
+        teams_per_block = self.warps_per_block if plan.team == "warp" else 1
+        blocks = -(-teams // teams_per_block)
+        return blocks, plan.threads * teams_per_block, blocks * teams_per_block
 
     def tile_rows(self, H: int) -> int:
-        """Rows per block in the backward: fewer mean more partial sums to add."""
+        """Rows per block in the streaming backward: fewer mean more partial sums."""
         return min(MAX_TILE_ROWS, max(self.min_tile_rows, self.tile_elements // H))
+
+    def sum_blocks(self, H: int) -> int:
+        """Blocks of the column-sum kernel for the 2H columns of the partial sums."""
+        return min(self.max_sum_blocks, -(-2 * H // self.sum_columns))
 
 
 GPU_LAUNCH = Launch()
-SIMULATOR_LAUNCH = Launch(warps_per_block=2, max_block_threads=64, backward_threads=64,
+SIMULATOR_LAUNCH = Launch(warps_per_block=2, max_block_threads=64, forward_held=8,
+                          backward_held=8, min_backward_teams=2,
+                          backward_partial_elements=256, backward_threads=64,
                           tile_elements=256, min_tile_rows=1, sum_columns=32, sum_lanes=2,
                           max_sum_blocks=2)
 
@@ -91,8 +172,32 @@ def default_launch() -> Launch:
 
 
 # ----------------------------------------------------------------------------
-# Device functions: sums over a team, and the row statistics
+# Device functions: a rounded product, sums over a team, the row statistics
 # ----------------------------------------------------------------------------
+
+def _product(a, b):
+    """a·b rounded to a's dtype, never fused into a following add.
+
+    The backward sums g = dy·gain in one loop and subtracts mean(g) from g in
+    another. On a GPU the compiler fuses a multiply and an add into one fma
+    wherever it can, which skips the product's rounding: then g − mean(g) is not
+    exactly 0 where it should be (H = 1, constant rows). libdevice's
+    ``fmul_rn``/``dmul_rn`` are never fused. (The simulator runs this plain
+    Python, which never fuses.)
+    """
+    return a * b
+
+
+if not numba.config.ENABLE_CUDASIM:
+    from numba.cuda import libdevice
+    from numba.cuda.extending import overload
+
+    @overload(_product, target="cuda")
+    def _product_on_gpu(a, b):
+        if a == numba.float32:
+            return lambda a, b: libdevice.fmul_rn(a, b)
+        return lambda a, b: libdevice.dmul_rn(a, b)
+
 
 @cuda.jit(device=True)
 def _warp_sum(value):
@@ -129,79 +234,182 @@ def _team_sum(value, whole_block, warp_sums):
 
 
 @cuda.jit(device=True)
-def _row_statistics(x, row, first, stride, whole_block, warp_sums, eps):
-    """``(μ − x₀, 1/σ)`` of one row, computed by a team (paper, Eq. 3).
+def _team_layout(whole_block):
+    """This thread's (team in its block, teams per block, first column, stride)."""
+    if whole_block:
+        return 0, 1, cuda.threadIdx.x, cuda.blockDim.x
+    return cuda.threadIdx.x // WARP, cuda.blockDim.x // WARP, cuda.threadIdx.x % WARP, WARP
 
-    Shifted two-pass, as the reference: d = x − x₀ in x's dtype, float64
-    sums, μ − x₀ = mean(d), σ² = mean((d − mean(d))²) + eps under the root.
-    Thread ``first`` of the team reads columns first, first + stride, ...
-    Sums start at ``float64(0.0)``, not ``0.0``: compiled code would widen
-    either way, but the simulator follows NumPy, where 0.0 + float32 is float32.
+
+@cuda.jit(device=True)
+def _statistics(shifted_sum, H, whole_block, warp_sums):
+    """μ − x₀ from the team's sums of d = x − x₀ (paper, Eq. 3)."""
+    return _team_sum(shifted_sum, whole_block, warp_sums) / H
+
+
+@cuda.jit(device=True)
+def _rstd(squares_sum, H, eps, whole_block, warp_sums):
+    """1/σ from the team's sums of (d − mean(d))² (paper, Eq. 3)."""
+    return 1.0 / math.sqrt(_team_sum(squares_sum, whole_block, warp_sums) / H + eps)
+
+
+# ----------------------------------------------------------------------------
+# Rows held in registers (H up to held · threads): one read of each input
+# ----------------------------------------------------------------------------
+
+@cuda.jit(device=True)
+def _clamped(a, row, j):
+    """a[row, j], or for j past the end of the row its last element.
+
+    Held rows are loaded through this, unconditionally, and the elements past
+    the end are then zeroed or left out of the sums by a select. A load
+    inside an ``if`` would sit behind a branch; loads without one are issued
+    back to back, so that their latencies overlap.
     """
+    return a[row, min(j, a.shape[1] - 1)]
+
+
+@functools.lru_cache(maxsize=None)
+def _held_forward(held):
+    """The forward kernel for teams whose threads hold ``held`` elements of a row.
+
+    Shifted two-pass, as the reference, over the row held in registers: d =
+    x − x₀ in x's dtype, float64 sums, μ − x₀ = mean(d), σ² = mean((d −
+    mean(d))²) + eps; then y = gain · (d − (μ − x₀))/σ + bias (paper, Eq. 4).
+    ``held`` is a compile-time constant, so the loops over it unroll and the
+    held elements live in registers: every load of the row is issued at once.
+    """
+    @cuda.jit
+    def forward(x, gain, bias, eps, whole_block, y, mean, rstd):
+        warp_sums = cuda.shared.array(MAX_WARPS, float64)
+        team, teams_per_block, first, stride = _team_layout(whole_block)
+        row = cuda.blockIdx.x * teams_per_block + team
+        rows, H = x.shape
+        if row < rows:                 # a whole warp team skips: its shuffles stay in step
+            d = cuda.local.array(held, x.dtype)
+            shift = x[row, 0]
+            zero = x.dtype.type(0)
+            total = float64(0.0)
+            for k in range(held):
+                value = _clamped(x, row, first + k * stride) - shift
+                d[k] = value if first + k * stride < H else zero
+                total += d[k]
+            shifted_mean = _statistics(total, H, whole_block, warp_sums)
+            squares = float64(0.0)
+            for k in range(held):
+                centered = d[k] - shifted_mean
+                squares += centered * centered if first + k * stride < H else 0.0
+            row_rstd = _rstd(squares, H, eps, whole_block, warp_sums)
+            offset, scale = x.dtype.type(shifted_mean), x.dtype.type(row_rstd)
+            for k in range(held):
+                j = first + k * stride
+                if j < H:
+                    y[row, j] = (d[k] - offset) * scale * gain[j] + bias[j]
+            if first == 0:
+                mean[row] = shift + shifted_mean
+                rstd[row] = row_rstd
+    return forward
+
+
+@functools.lru_cache(maxsize=None)
+def _held_backward(held):
+    """The backward kernel for teams whose threads hold ``held`` elements of a row.
+
+    Team t takes rows t, t + teams, ... For each it holds x̂ and dy, sums
+    g = dy·gain and g·x̂ over the row, writes dx = (g − mean(g) − x̂·mean(g·x̂))/σ
+    and adds dy·x̂ and dy into its own columns' dgain and dbias sums, kept in
+    registers across its rows. Those go to row t of partial_sums (teams, 2H),
+    which ``_sum_partials`` adds up in team order.
+    """
+    @cuda.jit
+    def backward(dy, x, mean, rstd, gain, whole_block, dx, partial_sums):
+        warp_sums = cuda.shared.array(MAX_WARPS, float64)
+        team, teams_per_block, first, stride = _team_layout(whole_block)
+        my_team = cuda.blockIdx.x * teams_per_block + team
+        teams = cuda.gridDim.x * teams_per_block
+        rows, H = x.shape
+        as_dtype = x.dtype.type
+        gains = cuda.local.array(held, x.dtype)
+        x_hat = cuda.local.array(held, x.dtype)
+        dys = cuda.local.array(held, x.dtype)
+        dgain_sums = cuda.local.array(held, x.dtype)
+        dbias_sums = cuda.local.array(held, x.dtype)
+        zero = as_dtype(0)
+        for k in range(held):
+            j = first + k * stride
+            value = gain[min(j, H - 1)]
+            gains[k] = value if j < H else zero
+            dgain_sums[k] = zero
+            dbias_sums[k] = zero
+        for row in range(my_team, rows, teams):    # the same rows for the whole team
+            shift = x[row, 0]
+            offset, scale = as_dtype(mean[row] - shift), as_dtype(rstd[row])
+            sum_g = float64(0.0)
+            sum_g_xhat = float64(0.0)
+            for k in range(held):      # past the end: dy = gain = 0, so g = 0
+                j = first + k * stride
+                value = _clamped(dy, row, j)
+                dys[k] = value if j < H else zero
+                x_hat[k] = ((_clamped(x, row, j) - shift) - offset) * scale
+                g = _product(dys[k], gains[k])
+                sum_g += g
+                sum_g_xhat += g * x_hat[k]
+            mean_g = as_dtype(_team_sum(sum_g, whole_block, warp_sums) / H)
+            mean_g_xhat = as_dtype(_team_sum(sum_g_xhat, whole_block, warp_sums) / H)
+            for k in range(held):
+                j = first + k * stride
+                g = _product(dys[k], gains[k])
+                if j < H:
+                    dx[row, j] = scale * (g - mean_g - x_hat[k] * mean_g_xhat)
+                dgain_sums[k] += dys[k] * x_hat[k]
+                dbias_sums[k] += dys[k]
+        for k in range(held):          # a team without rows writes zeros
+            j = first + k * stride
+            if j < H:
+                partial_sums[my_team, j] = dgain_sums[k]
+                partial_sums[my_team, H + j] = dbias_sums[k]
+    return backward
+
+
+# ----------------------------------------------------------------------------
+# Longer rows, streamed through the caches by a block: three reads of each row
+# ----------------------------------------------------------------------------
+
+@cuda.jit
+def _streamed_forward(x, gain, bias, eps, y, mean, rstd):
+    """Block b normalizes row b, as ``_held_forward`` but re-reading the row
+    for each pass (through L1/L2) instead of holding it."""
+    warp_sums = cuda.shared.array(MAX_WARPS, float64)
+    row, first, stride = cuda.blockIdx.x, cuda.threadIdx.x, cuda.blockDim.x
     H = x.shape[1]
     shift = x[row, 0]
     total = float64(0.0)
     for j in range(first, H, stride):
         total += x[row, j] - shift
-    shifted_mean = _team_sum(total, whole_block, warp_sums) / H
+    shifted_mean = _statistics(total, H, True, warp_sums)
     squares = float64(0.0)
     for j in range(first, H, stride):
         centered = (x[row, j] - shift) - shifted_mean
         squares += centered * centered
-    variance = _team_sum(squares, whole_block, warp_sums) / H
-    return shifted_mean, 1.0 / math.sqrt(variance + eps)
-
-
-@cuda.jit(device=True)
-def _normalize_row(x, gain, bias, eps, y, mean, rstd, row, first, stride, whole_block,
-                   warp_sums):
-    """y = gain · (x − μ)/σ + bias for one row, by a team (paper, Eq. 4).
-
-    x − μ is taken as (x − x₀) − (μ − x₀): both parts are exact or small, so
-    x's dtype suffices even for rows far from zero.
-    """
-    shifted_mean, row_rstd = _row_statistics(x, row, first, stride, whole_block,
-                                             warp_sums, eps)
-    as_dtype = x.dtype.type
-    shift, offset, scale = x[row, 0], as_dtype(shifted_mean), as_dtype(row_rstd)
-    for j in range(first, x.shape[1], stride):
+    row_rstd = _rstd(squares, H, eps, True, warp_sums)
+    offset, scale = x.dtype.type(shifted_mean), x.dtype.type(row_rstd)
+    for j in range(first, H, stride):
         y[row, j] = ((x[row, j] - shift) - offset) * scale * gain[j] + bias[j]
     if first == 0:
         mean[row] = shift + shifted_mean
         rstd[row] = row_rstd
 
 
-# ----------------------------------------------------------------------------
-# Kernels
-# ----------------------------------------------------------------------------
-
 @cuda.jit
-def _forward_warp_per_row(x, gain, bias, eps, y, mean, rstd):
-    """Short rows: warp w of block b normalizes row b·(warps per block) + w."""
-    warp_sums = cuda.shared.array(MAX_WARPS, float64)          # unused by warp teams
-    row = cuda.blockIdx.x * (cuda.blockDim.x // WARP) + cuda.threadIdx.x // WARP
-    if row < x.shape[0]:               # a whole warp skips: its shuffles stay in step
-        _normalize_row(x, gain, bias, eps, y, mean, rstd, row, cuda.threadIdx.x % WARP,
-                       WARP, False, warp_sums)
-
-
-@cuda.jit
-def _forward_block_per_row(x, gain, bias, eps, y, mean, rstd):
-    """Long rows: block b normalizes row b."""
-    warp_sums = cuda.shared.array(MAX_WARPS, float64)
-    _normalize_row(x, gain, bias, eps, y, mean, rstd, cuda.blockIdx.x, cuda.threadIdx.x,
-                   cuda.blockDim.x, True, warp_sums)
-
-
-@cuda.jit
-def _backward_tile(dy, x, mean, rstd, gain, tile_rows, warp_per_row, dx, partial_sums):
+def _streamed_backward(dy, x, mean, rstd, gain, tile_rows, whole_block, dx, partial_sums):
     """dx for a tile of rows, and the tile's Σ dy·x̂ and Σ dy per column.
 
-    Phase 1, per row (teams as in the forward): mean(g) and mean(g·x̂) with
-    g = dy·gain, kept in shared memory with the row's x₀, μ − x₀ and 1/σ.
-    Phase 2, per column (thread t owns columns t, t + blockDim, ...): down the
-    tile's rows, dx = (g − mean(g) − x̂ · mean(g·x̂)) / σ, and the column's
-    sums, stored as partial_sums[block, column] and [block, H + column].
+    Phase 1, per row, by teams (warps, or with ``whole_block`` the block):
+    mean(g) and mean(g·x̂) with g = dy·gain, kept in shared memory with the
+    row's x₀, μ − x₀ and 1/σ. Phase 2, per column (thread t owns columns t,
+    t + blockDim, ...): down the tile's rows, dx = (g − mean(g) − x̂·mean(g·x̂))/σ,
+    and the column's sums, stored as partial_sums[block, column] and
+    [block, H + column].
     """
     rows, H = x.shape
     tile_start = cuda.blockIdx.x * tile_rows
@@ -210,25 +418,19 @@ def _backward_tile(dy, x, mean, rstd, gain, tile_rows, warp_per_row, dx, partial
     # Per row of the tile: x₀, μ − x₀, 1/σ, mean(g), mean(g·x̂).
     row_terms = cuda.shared.array((5, MAX_TILE_ROWS), float64)
     as_dtype = x.dtype.type
-    if warp_per_row:
-        team, teams = cuda.threadIdx.x // WARP, cuda.blockDim.x // WARP
-        first, stride = cuda.threadIdx.x % WARP, WARP
-    else:
-        team, teams = 0, 1
-        first, stride = cuda.threadIdx.x, cuda.blockDim.x
-
-    for i in range(team, tile_length, teams):
+    team, teams_per_block, first, stride = _team_layout(whole_block)
+    for i in range(team, tile_length, teams_per_block):
         row = tile_start + i
         shift = x[row, 0]
         offset, scale = as_dtype(mean[row] - shift), as_dtype(rstd[row])
         sum_g = float64(0.0)
         sum_g_xhat = float64(0.0)
         for j in range(first, H, stride):
-            g = dy[row, j] * gain[j]
+            g = _product(dy[row, j], gain[j])
             sum_g += g
             sum_g_xhat += g * (((x[row, j] - shift) - offset) * scale)
-        sum_g = _team_sum(sum_g, not warp_per_row, warp_sums)
-        sum_g_xhat = _team_sum(sum_g_xhat, not warp_per_row, warp_sums)
+        sum_g = _team_sum(sum_g, whole_block, warp_sums)
+        sum_g_xhat = _team_sum(sum_g_xhat, whole_block, warp_sums)
         if first == 0:
             row_terms[0, i] = shift
             row_terms[1, i] = mean[row] - shift
@@ -246,7 +448,8 @@ def _backward_tile(dy, x, mean, rstd, gain, tile_rows, warp_per_row, dx, partial
             scale = as_dtype(row_terms[2, i])
             mean_g, mean_g_xhat = as_dtype(row_terms[3, i]), as_dtype(row_terms[4, i])
             x_hat = ((x[row, j] - shift) - offset) * scale
-            dx[row, j] = scale * (dy[row, j] * gain[j] - mean_g - x_hat * mean_g_xhat)
+            g = _product(dy[row, j], gain[j])
+            dx[row, j] = scale * (g - mean_g - x_hat * mean_g_xhat)
             dgain_sum += dy[row, j] * x_hat
             dbias_sum += dy[row, j]
         partial_sums[cuda.blockIdx.x, j] = dgain_sum
@@ -314,14 +517,13 @@ def _forward(x, gain, bias, eps, launch: Launch):
     mean, rstd = xp.empty(rows, xp.float64), xp.empty(rows, xp.float64)
     if rows == 0:
         return y, mean, rstd
-    if launch.warp_per_row(H):
-        threads = WARP * launch.warps_per_block
-        blocks = -(-rows // launch.warps_per_block)
-        _launch(_forward_warp_per_row, blocks, threads, x, gain, bias, float(eps), y, mean,
-                rstd)
+    plan = launch.forward_plan(H)
+    blocks, threads = launch.forward_grid(rows, H)
+    if plan.held == 0:
+        _launch(_streamed_forward, blocks, threads, x, gain, bias, float(eps), y, mean, rstd)
     else:
-        _launch(_forward_block_per_row, rows, launch.block_threads(H), x, gain, bias,
-                float(eps), y, mean, rstd)
+        _launch(_held_forward(plan.held), blocks, threads, x, gain, bias, float(eps),
+                plan.team == "block", y, mean, rstd)
     return y, mean, rstd
 
 
@@ -331,15 +533,16 @@ def _backward(dy, x, mean, rstd, gain, launch: Launch):
     rows, H = x.shape
     dx, dgain, dbias = xp.empty_like(x), xp.zeros(H, x.dtype), xp.zeros(H, x.dtype)
     if rows > 0:
-        warp_per_row = launch.warp_per_row(H)
-        threads = launch.backward_threads
-        tile_rows = launch.tile_rows(H)
-        blocks = -(-rows // tile_rows)
-        partial_sums = xp.empty((blocks, 2 * H), x.dtype)
-        _launch(_backward_tile, blocks, threads, dy, x, mean, rstd, gain, tile_rows,
-                warp_per_row, dx, partial_sums)
-        sum_blocks = min(launch.max_sum_blocks, -(-2 * H // launch.sum_columns))
-        _launch(_sum_partials, sum_blocks, (launch.sum_columns, launch.sum_lanes),
+        plan = launch.backward_plan(H)
+        blocks, threads, partial_rows = launch.backward_grid(rows, H)
+        partial_sums = xp.empty((partial_rows, 2 * H), x.dtype)
+        if plan.held == 0:
+            _launch(_streamed_backward, blocks, threads, dy, x, mean, rstd, gain,
+                    launch.tile_rows(H), H <= launch.tile_warp_max_h, dx, partial_sums)
+        else:
+            _launch(_held_backward(plan.held), blocks, threads, dy, x, mean, rstd, gain,
+                    plan.team == "block", dx, partial_sums)
+        _launch(_sum_partials, launch.sum_blocks(H), (launch.sum_columns, launch.sum_lanes),
                 partial_sums, dgain, dbias)
     return (dx, dgain, dbias) if affine else (dx, None, None)
 

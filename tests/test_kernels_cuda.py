@@ -32,8 +32,17 @@ if SIMULATED or ON_GPU:
     from tinynet.kernels import cuda as kernels
 
     LAUNCH = kernels.default_launch()
-    # Short rows through the block-per-row path, with two warps per block.
-    BLOCK_PER_ROW = dataclasses.replace(LAUNCH, warp_row_max_h=16, max_block_threads=64)
+    # Short rows through the other paths: a block team holding them, and streamed.
+    BLOCK_TEAMS = dataclasses.replace(LAUNCH, warp_row_max_h=16, max_block_threads=64)
+    STREAMED = dataclasses.replace(BLOCK_TEAMS, forward_held=1, backward_held=1)
+    LAUNCHES = {"default": LAUNCH, "block": BLOCK_TEAMS, "streamed": STREAMED}
+
+
+def paths_of(launch, H):
+    """The paths rows of length H take: {'warp', 'block', 'streamed'} in the
+    forward and the backward."""
+    return {"streamed" if plan.held == 0 else plan.team
+            for plan in (launch.forward_plan(H), launch.backward_plan(H))}
 
 
 def to_device(a):
@@ -71,32 +80,44 @@ def assert_matches_reference(x, gain, bias, dy, launch, rtol):
             assert_close(actual, expected, rtol)
 
 
-# (shape, dtype, offset, path): warp per row with a ragged last block (5 rows
-# in blocks of 2 warps), partial warps (H = 1, 7, 33), one row, several
-# backward blocks, and block per row both for long rows and for forced short ones.
+# (shape, dtype, offset, launch, path). Simulated: warp teams with a ragged
+# last block (5 rows in blocks of 2 warps), partial warps (H = 1, 7, 33), one
+# row, backward teams of several rows; block teams, held (H = 100, forced) and
+# streamed (H = 1100; H = 100, forced) with several backward tiles.
 SIMULATED_CASES = [
-    ((4, 64), np.float32, 0.0, "warp"),
-    ((5, 100), np.float32, 1e3, "warp"),
-    ((3, 33), np.float64, 1e3, "warp"),
-    ((1, 1), np.float32, 0.0, "warp"),
-    ((2, 7), np.float64, 0.0, "warp"),
-    ((2, 1100), np.float32, 0.0, "block"),
-    ((3, 100), np.float64, 1e3, "forced block"),
+    ((4, 64), np.float32, 0.0, "default", "warp"),
+    ((5, 100), np.float32, 1e3, "default", "warp"),
+    ((3, 33), np.float64, 1e3, "default", "warp"),
+    ((1, 1), np.float32, 0.0, "default", "warp"),
+    ((2, 7), np.float64, 0.0, "default", "warp"),
+    ((2, 1100), np.float32, 0.0, "default", "streamed"),
+    ((3, 100), np.float64, 1e3, "block", "block"),
+    ((3, 100), np.float32, 1e3, "streamed", "streamed"),
 ]
-GPU_CASES = ([((rows, H), dtype, offset, "default") for H in AWKWARD_H for rows in (1, 3)
-              for dtype in (np.float32, np.float64) for offset in (0.0, 1e3)]
-             + [((4096, 1024), np.float32, 1e3, "default"), ((1000, 256), np.float64, 0.0,
-                                                             "default"),
-                ((5, 100), np.float32, 1e3, "forced block")])
+GPU_CASES = ([((rows, H), dtype, offset, "default", None) for H in AWKWARD_H
+              for rows in (1, 3) for dtype in (np.float32, np.float64) for offset in (0.0, 1e3)]
+             + [((4096, 1024), np.float32, 1e3, "default", "block"),
+                ((1000, 256), np.float64, 0.0, "default", "warp"),
+                ((700, 64), np.float32, 1e3, "default", "warp"),
+                ((300, 20000), np.float32, 0.0, "default", "streamed"),
+                ((5, 100), np.float32, 1e3, "block", "block"),
+                ((5, 100), np.float32, 1e3, "streamed", "streamed")])
 
 
-@pytest.mark.parametrize("shape, dtype, offset, path", GPU_CASES if ON_GPU else SIMULATED_CASES,
+@pytest.mark.parametrize("shape, dtype, offset, launch_name, path",
+                         GPU_CASES if ON_GPU else SIMULATED_CASES,
                          ids=lambda v: str(v) if not isinstance(v, type) else v.__name__)
-def test_kernels_match_the_reference(shape, dtype, offset, path):
-    launch = BLOCK_PER_ROW if path == "forced block" else LAUNCH
-    assert launch.warp_per_row(shape[1]) == (path in ("warp", "default") and shape[1] <= 1024)
+def test_kernels_match_the_reference(shape, dtype, offset, launch_name, path):
+    launch = LAUNCHES[launch_name]
+    assert path is None or paths_of(launch, shape[1]) == {path}
     x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset)
     assert_matches_reference(x, gain, bias, dy, launch, RTOL[dtype])
+
+
+def test_every_path_runs_on_the_gpu_cases():
+    """The real-GPU cases, under the default launch, take all three paths."""
+    paths = set().union(*(paths_of(kernels.GPU_LAUNCH, shape[1]) for shape, *_ in GPU_CASES))
+    assert paths == {"warp", "block", "streamed"}
 
 
 def test_without_gain_or_bias_and_non_contiguous():
@@ -105,9 +126,9 @@ def test_without_gain_or_bias_and_non_contiguous():
     assert_matches_reference(x[:, ::2], gain[::2], None, dy[:, ::2], LAUNCH, RTOL[np.float64])
 
 
-@pytest.mark.parametrize("launch_name", ["warp", "block"])
+@pytest.mark.parametrize("launch_name", ["default", "block", "streamed"])
 def test_constant_row_and_nan(launch_name):
-    launch = LAUNCH if launch_name == "warp" else BLOCK_PER_ROW
+    launch = LAUNCHES[launch_name]
     x, gain, bias, dy = layer_norm_inputs((3, 40), np.float32)
     x[0] = 7.0
     x[2, 5] = np.nan
@@ -165,3 +186,37 @@ def test_the_shuffle_shim_moves_values_within_each_warp():
     np.testing.assert_array_equal(out[1], (lane ^ 5) * 10)
     np.testing.assert_array_equal(out[2], np.where(lane >= 2, lane - 2, lane) * 10)
     np.testing.assert_array_equal(out[3], np.full(64, 70))
+
+
+def _layer_norm_lstm_run(device, x_np, seed=3):
+    """One LayerNorm layer and two LN-LSTM steps on ``device``: outputs and gradients."""
+    from tinynet import nn
+    rng = np.random.default_rng(seed)
+    norm = nn.LayerNorm(x_np.shape[-1], dtype=tinynet.float64)
+    cell = nn.LSTMCell(x_np.shape[-1], 6, norm="layer", dtype=tinynet.float64)
+    for p in list(norm.parameters()) + list(cell.parameters()):
+        p.data[...] = rng.standard_normal(p.shape)
+    norm.to(device)
+    cell.to(device)
+    x = tinynet.tensor(x_np, requires_grad=True, device=device)
+    h = c = tinynet.zeros(x_np.shape[0], 6, dtype=tinynet.float64).to(device)
+    for step in range(2):
+        h, c = cell(norm(x), (h, c), step=step)
+    (h.sum() + (c * c).sum()).backward()
+    grads = [x.grad] + [p.grad for p in list(norm.parameters()) + list(cell.parameters())]
+    return [t.cpu().numpy() for t in [h, c] + grads]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs CuPy and a CUDA GPU")
+def test_layer_norm_and_ln_lstm_on_the_gpu_match_the_cpu_and_the_reference():
+    """End to end: the modules pick the CUDA kernels on 'cuda' tensors, and their
+    values and gradients match the CPU kernels and the reference switch."""
+    x_np = np.random.default_rng(0).standard_normal((5, 40)) * 3 + 1e3
+    on_cpu = _layer_norm_lstm_run("cpu", x_np)
+    on_gpu = _layer_norm_lstm_run("cuda", x_np)
+    with tinynet.use_reference_kernels():
+        on_gpu_reference = _layer_norm_lstm_run("cuda", x_np)
+    for ours, cpu, reference_path in zip(on_gpu, on_cpu, on_gpu_reference):
+        np.testing.assert_allclose(ours, cpu, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(ours, reference_path, rtol=1e-9, atol=1e-11)
