@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu_check.sh --sweep    # also benchmarks/gpu_launch_sweep.py
 #
 # Needs numpy, numba, numba-cuda, CuPy and pytest (torch with CUDA: optional).
+# numba-cuda 0.30.4 cannot compile under NumPy 2.5: with those, use numpy<2.5.
 # Works with tinynet installed from this checkout or straight from the source
 # tree. tinynet.kernels is the top-level kernels/ folder (setup.cfg's
 # package_dir), so without an install a temporary folder of symlinks puts
@@ -40,6 +41,10 @@ if ! "$PYTHON" -c "$from_this_checkout" 2>/dev/null; then
 fi
 if ! "$PYTHON" -c 'import sys, tinynet; sys.exit(0 if tinynet.cuda_is_available() else 1)'; then
     echo "gpu_check: no GPU here (needs CuPy and a CUDA device); nothing checked" >&2
+    exit 1
+fi
+if ! "$PYTHON" -c 'import tinynet.kernels.cuda'; then
+    echo "gpu_check: tinynet.kernels.cuda does not import (see above); nothing checked" >&2
     exit 1
 fi
 

@@ -35,6 +35,7 @@ import functools
 import math
 
 import numba
+import numpy as np
 from numba import cuda, float64
 
 from tinynet.backend import get_array_module
@@ -42,6 +43,29 @@ from tinynet.backend import get_array_module
 from ._arguments import backward_arguments, forward_arguments
 
 __all__ = ["layer_norm_forward", "layer_norm_backward"]
+
+
+def _check_numba_cuda_compiles():
+    """Raise ImportError, naming the versions, where numba-cuda cannot compile.
+
+    numba-cuda 0.30.4 (the newest at the time of writing) registers an
+    overload for ``np.row_stack``, which NumPy 2.5 removed: under NumPy 2.5
+    its first kernel compile fails with an AttributeError from deep inside.
+    Its first compile imports the module that does this; so do we, up front.
+    """
+    if numba.config.ENABLE_CUDASIM:
+        return
+    try:
+        from numba.cuda.np import arrayobj  # noqa: F401
+    except AttributeError as error:
+        from importlib.metadata import version
+        raise ImportError(
+            f"numba-cuda {version('numba-cuda')} cannot compile CUDA kernels with NumPy "
+            f"{np.__version__} ({error}); install numpy<2.5 or a numba-cuda that supports "
+            f"this NumPy") from error
+
+
+_check_numba_cuda_compiles()
 
 WARP = 32
 FULL_MASK = 0xFFFFFFFF

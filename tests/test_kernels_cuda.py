@@ -8,6 +8,10 @@ The simulator's launches are small enough that both the warp-per-row and the
 block-per-row paths, ragged last blocks and several backward blocks all run.
 """
 import dataclasses
+import os
+import re
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -22,8 +26,13 @@ from test_kernels_cpu import (EPS, RTOL, AWKWARD_H, assert_accurate_far_from_zer
 
 SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 ON_GPU = not SIMULATED and tinynet.cuda_is_available()
-pytestmark = pytest.mark.skipif(not (SIMULATED or ON_GPU),
-                                reason="needs CuPy and a CUDA GPU, or the CUDA simulator")
+pytestmark = [
+    pytest.mark.skipif(not (SIMULATED or ON_GPU),
+                       reason="needs CuPy and a CUDA GPU, or the CUDA simulator"),
+    # Small test grids leave a GPU idle, which Numba warns about at every launch.
+    # (The message starts with a terminal escape code, hence the leading .*)
+    pytest.mark.filterwarnings("ignore:.*Grid size"),
+]
 
 if SIMULATED:
     from tinynet.kernels import _cuda_sim_shuffle
@@ -220,3 +229,20 @@ def test_layer_norm_and_ln_lstm_on_the_gpu_match_the_cpu_and_the_reference():
     for ours, cpu, reference_path in zip(on_gpu, on_cpu, on_gpu_reference):
         np.testing.assert_allclose(ours, cpu, rtol=1e-9, atol=1e-11)
         np.testing.assert_allclose(ours, reference_path, rtol=1e-9, atol=1e-11)
+
+
+def test_a_numba_cuda_that_cannot_compile_under_this_numpy_is_named():
+    """numba-cuda 0.30.4 fails to compile under NumPy 2.5 (no np.row_stack):
+    importing the kernels then says so, instead of failing at the first launch.
+    (A numba-cuda that copes imports fine, which passes too.)"""
+    script = ("import numpy\n"
+              "if hasattr(numpy, 'row_stack'):\n"
+              "    del numpy.row_stack            # as in NumPy 2.5\n"
+              "import tinynet.kernels.cuda\n"
+              "from numba.cuda.np import arrayobj   # what the first kernel compile imports\n")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                            text=True, timeout=120)
+    named = re.search(r"ImportError: numba-cuda \S+ cannot compile CUDA kernels with NumPy "
+                      r"\S+ \(.*row_stack.*\); install numpy<2.5", result.stderr)
+    assert result.returncode == 0 or named, result.stderr
