@@ -246,3 +246,37 @@ def test_a_numba_cuda_that_cannot_compile_under_this_numpy_is_named():
     named = re.search(r"ImportError: numba-cuda \S+ cannot compile CUDA kernels with NumPy "
                       r"\S+ \(.*row_stack.*\); install numpy<2.5", result.stderr)
     assert result.returncode == 0 or named, result.stderr
+
+
+@pytest.mark.parametrize("launch_name", ["gpu", "simulator"])
+def test_launch_plans_cover_every_row_within_their_limits(launch_name):
+    """For every H: the team's threads times the held elements cover the row,
+    held is a power of two within its limit, held rows stay on blocks small
+    enough to launch with any register count, and the grids fit the rows."""
+    launch = kernels.GPU_LAUNCH if launch_name == "gpu" else kernels.SIMULATOR_LAUNCH
+    for H in list(range(1, 1100)) + [4095, 4096, 4097, 8192, 8193, 65536]:
+        for plan, most_held in ((launch.forward_plan(H), launch.forward_held),
+                                (launch.backward_plan(H), launch.backward_held)):
+            assert plan.threads % 32 == 0 and plan.threads <= launch.max_block_threads
+            assert (plan.team == "warp") == (H <= launch.warp_row_max_h)
+            if plan.held:
+                assert plan.held * plan.threads >= H > plan.held * plan.threads // 2 or \
+                    plan.held == 1
+                assert plan.held & (plan.held - 1) == 0 and plan.held <= most_held
+                assert plan.team == "warp" or plan.threads <= launch.max_held_threads
+        for rows in (1, 5, 3000):
+            blocks, threads = launch.forward_grid(rows, H)
+            plan = launch.forward_plan(H)
+            teams = blocks * (threads // 32 if plan.team == "warp" and plan.held else 1)
+            assert teams >= rows and blocks >= 1
+            blocks, threads, partial_rows = launch.backward_grid(rows, H)
+            assert blocks >= 1 and 1 <= partial_rows and threads <= 1024
+
+
+def test_launch_refuses_knobs_that_cannot_launch():
+    with pytest.raises(ValueError, match="max_held_threads must be at most 256"):
+        kernels.Launch(max_held_threads=512)
+    with pytest.raises(ValueError, match="backward_threads must be a multiple of 32"):
+        kernels.Launch(backward_threads=100)
+    with pytest.raises(ValueError, match="forward_held must be 1 to 32"):
+        kernels.Launch(forward_held=64)
