@@ -56,45 +56,45 @@ def describe(plan):
 
 def sweep_forward(cupy, kernels, hold, shape, copy_bw):
     x, gain, bias, _ = layer_norm_inputs(cupy, shape)
-    rows = []
+    table = []
     for label, launch in variants(FORWARD_VARIANTS):
         plan = describe(launch.forward_plan(shape[1]))
         try:
             ms, wall_ms = gpu_time(cupy, lambda: kernels._forward(x, gain, bias, EPS, launch),
                                    hold)
         except Exception as error:           # a launch this GPU refuses: say so, go on
-            rows.append([label, plan, repr(error)[:60], "", ""])
+            table.append([label, plan, repr(error)[:60], "", ""])
             continue
-        rows.append([label, plan, ms * 1e3, wall_ms * 1e3,
-                     forward_bytes(shape) / ms / 1e6 / copy_bw])
+        table.append([label, plan, ms * 1e3, wall_ms * 1e3,
+                      forward_bytes(shape) / ms / 1e6 / copy_bw])
     print_table(f"Forward {shape}, float32", ["launch", "rows", "kernel µs", "wall µs",
-                                              "of copy"], rows)
+                                              "of copy"], table)
 
 
 def sweep_backward(cupy, kernels, hold, shape, copy_bw):
     x, gain, bias, dy = layer_norm_inputs(cupy, shape)
     _, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)
-    rows_, H = shape
-    rows = []
+    rows, H = shape
+    table = []
     for label, launch in variants(BACKWARD_VARIANTS):
         plan = describe(launch.backward_plan(H))
         try:
             ms, wall_ms = gpu_time(
                 cupy, lambda: kernels._backward(dy, x, mean, rstd, gain, launch), hold)
         except Exception as error:
-            rows.append([label, plan, repr(error)[:60], "", "", "", "", ""])
+            table.append([label, plan, repr(error)[:60], "", "", "", "", ""])
             continue
-        blocks, _, partial_rows = launch.backward_grid(rows_, H)
+        blocks, _, partial_rows = launch.backward_grid(rows, H)
         partial_sums = cupy.zeros((partial_rows, 2 * H), x.dtype)
         dgain, dbias = cupy.empty(H, x.dtype), cupy.empty(H, x.dtype)
         sum_ms, _ = gpu_time(cupy, lambda: kernels._launch(
             kernels._sum_partials, launch.sum_blocks(H), (launch.sum_columns, launch.sum_lanes),
             partial_sums, dgain, dbias), hold)
-        rows.append([label, plan, blocks, partial_rows, ms * 1e3, sum_ms * 1e3, wall_ms * 1e3,
-                     backward_bytes(shape) / ms / 1e6 / copy_bw])
+        table.append([label, plan, blocks, partial_rows, ms * 1e3, sum_ms * 1e3, wall_ms * 1e3,
+                      backward_bytes(shape) / ms / 1e6 / copy_bw])
     print_table(f"Backward {shape}, float32", ["launch", "rows", "blocks", "partial rows",
                                                "kernel µs", "of which sums µs", "wall µs",
-                                               "of copy"], rows)
+                                               "of copy"], table)
 
 
 def main():

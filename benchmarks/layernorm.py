@@ -183,12 +183,17 @@ def print_speed_table(title, results, timed, extra, extra_name, bandwidth_of, nb
                         "of copy", "of triad", "NumPy/Numba", "torch/Numba"], rows)
 
 
+def target_row(what, measured, goal):
+    """A row of a targets table: what, measured, goal, met ('yes' or 'no')."""
+    return [what, measured, goal, "yes" if measured >= goal else "no"]
+
+
 def print_targets(label, results, copy_bw, triad_bw):
     """The issue's targets, measured: one line each, 'yes' or 'no'."""
     rows = []
 
     def target(what, measured, goal):
-        rows.append([what, measured, goal, "yes" if measured >= goal else "no"])
+        rows.append(target_row(what, measured, goal))
 
     for shape, goal in (((4096, 1024), 1.2), ((32768, 256), 4.0), ((64, 128), 3.0)):
         t = results[shape]
@@ -336,12 +341,10 @@ def print_gpu_targets(results, copy_bw):
         for direction, nbytes, goal in (("forward", forward_bytes(shape), 0.70),
                                         ("backward", backward_bytes(shape), 0.55)):
             fraction = nbytes / t["numba", direction][0] / 1e6 / copy_bw
-            rows.append([f"{direction} GB/s / copy {shape}", fraction, goal,
-                         "yes" if fraction >= goal else "no"])
+            rows.append(target_row(f"{direction} GB/s / copy {shape}", fraction, goal))
             if ("torch", direction) in t:
                 ratio = t["torch", direction][0] / t["numba", direction][0]
-                rows.append([f"{direction} torch/Numba {shape}", ratio, 1.0,
-                             "yes" if ratio >= 1.0 else "no"])
+                rows.append(target_row(f"{direction} torch/Numba {shape}", ratio, 1.0))
     print_table("Targets, GPU", ["target", "measured", "goal", "met"], rows)
 
 
