@@ -15,6 +15,8 @@ array views the memory; when the last one dies, the loan's ``__del__`` puts the
 buffer back in the pool. So a buffer is handed out again only once nothing can
 see it any more. The pool keeps at most ``MAX_POOLED_BYTES`` of idle buffers;
 arrays below ``MIN_BYTES`` come straight from NumPy (malloc reuses those well).
+Lent arrays start on an ``ALIGNMENT``-byte boundary, as the kernels' streaming
+stores need (``_streaming_stores``).
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ import math
 import threading
 
 import numpy as np
+
+from ._streaming_stores import ALIGNMENT
 
 MIN_BYTES = 1 << 20
 MAX_POOLED_BYTES = 1 << 28
@@ -54,7 +58,15 @@ def _take(nbytes: int) -> np.ndarray:
         if buffers:
             _idle_bytes -= nbytes
             return buffers.pop()
-    return np.empty(nbytes, np.uint8)
+    return _aligned_buffer(nbytes)
+
+
+def _aligned_buffer(nbytes: int) -> np.ndarray:
+    """``nbytes`` bytes that start on an ALIGNMENT boundary (a view of a
+    slightly larger array, which it keeps alive)."""
+    larger = np.empty(nbytes + ALIGNMENT - 1, np.uint8)
+    start = -larger.ctypes.data % ALIGNMENT
+    return larger[start:start + nbytes]
 
 
 def _give_back(buffer: np.ndarray) -> None:

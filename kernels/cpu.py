@@ -33,6 +33,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
+from ._streaming_stores import rows_are_aligned, store_fence, store_streaming
 from ._recycling import empty
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "adam_step"]
@@ -66,6 +67,10 @@ FLUSH_ROWS = 16
 MAX_CHUNKS = 64
 CHUNK_MIN_ELEMENTS = 1 << 14
 PARTIALS_MAX_ELEMENTS = 1 << 18
+
+# Outputs this large are written past the cache, with streaming stores
+# (_streaming_stores); smaller ones are left in the cache for whoever reads them next.
+STREAMING_MIN_BYTES = 1 << 24
 
 # ----------------------------------------------------------------------------
 # Per-element formulas. They are compiled without fastmath, and keep that
@@ -119,15 +124,15 @@ def _forward_sums(x, r, offset, ahead):
 
 
 @njit(**_EXACT)
-def _normalize_row(x, r, offset, scale, gain, bias, y):
+def _normalize_row(x, r, offset, scale, gain, bias, y, streaming):
     """y = gain · (x − μ)/σ + bias (paper, Eq. 4), in x's dtype."""
     shift = x[r, 0]
-    for j in range(x.shape[1]):
-        y[r, j] = _centered(x[r, j], shift, offset) * scale * gain[j] + bias[j]
+    for j in range(np.uintp(0), np.uintp(x.shape[1])):
+        _store(y, r, j, _centered(x[r, j], shift, offset) * scale * gain[j] + bias[j], streaming)
 
 
 @njit(**_REDUCTION)
-def _backward_sums(dy, x, gain, row, ahead, dx, recent):
+def _backward_sums(dy, x, gain, row, ahead, dx, recent, streaming):
     """Row r's dx, with its dy·x̂ and dy added into ``recent``; row ``ahead``'s
     float64 (Σ g, Σ g·(x − μ)), g = dy·gain, summed in blocks as in _forward_sums.
 
@@ -145,8 +150,8 @@ def _backward_sums(dy, x, gain, row, ahead, dx, recent):
             if row is not None:
                 r, offset, scale, mean_g, mean_g_x_hat = row
                 x_hat = _centered(x[r, j], x[r, 0], offset) * scale
-                dx[r, j] = _input_gradient(dy[r, j] * gain[j], x_hat, scale, mean_g,
-                                           mean_g_x_hat)
+                _store(dx, r, j, _input_gradient(dy[r, j] * gain[j], x_hat, scale, mean_g,
+                                                 mean_g_x_hat), streaming)
                 recent[0, j] += dy[r, j] * x_hat
                 recent[1, j] += dy[r, j]
             g = dy[ahead_r, j] * gain[j]
@@ -155,6 +160,17 @@ def _backward_sums(dy, x, gain, row, ahead, dx, recent):
         sum_g += block_g
         sum_g_centered += block_g_centered
     return sum_g, sum_g_centered
+
+
+@njit(**_EXACT)
+def _store(out, r, j, value, streaming):
+    """out[r, j] = value, written straight to memory if ``streaming``
+    (_streaming_stores). The branch does not stay in the loop: LLVM compiles the
+    loop twice and picks one before it starts."""
+    if streaming:
+        store_streaming(out, r, j, value)
+    else:
+        out[r, j] = value
 
 
 @njit(**_EXACT)
@@ -175,8 +191,9 @@ def _chunk_rows(chunk, chunks, rows):
 
 
 @njit(**_EXACT)
-def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd):
-    """Rows of one chunk; Σd of row r + 1 is summed in the loop over row r."""
+def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming):
+    """Rows of one chunk; Σd of row r + 1 is summed in the loop over row r.
+    ``streaming``: whether y is written with streaming stores (_streams)."""
     start, stop = _chunk_rows(chunk, chunks, x.shape[0])
     H, as_dtype = x.shape[1], x.dtype.type
     if start == stop:
@@ -188,40 +205,45 @@ def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd):
         deviations, squares = _forward_sums(x, r, as_dtype(offset), min(r + 1, stop - 1))
         mean[r] = x[r, 0] + offset
         rstd[r] = 1.0 / np.sqrt(squares / H + eps)
-        _normalize_row(x, r, as_dtype(offset), as_dtype(rstd[r]), gain, bias, y)
+        _normalize_row(x, r, as_dtype(offset), as_dtype(rstd[r]), gain, bias, y, streaming)
+    if streaming:
+        store_fence()
 
 
 @njit(**_ENTRY)
-def _forward_serial(chunks, x, gain, bias, eps, y, mean, rstd):
+def _forward_serial(chunks, x, gain, bias, eps, y, mean, rstd, streaming):
     for chunk in range(chunks):
-        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd)
+        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming)
 
 
 @njit(parallel=True, **_ENTRY)
-def _forward_parallel(chunks, x, gain, bias, eps, y, mean, rstd):
+def _forward_parallel(chunks, x, gain, bias, eps, y, mean, rstd, streaming):
     for chunk in prange(chunks):
-        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd)
+        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming)
 
 
 @njit(**_EXACT)
-def _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts):
-    """dx of one chunk's rows, and in parts[chunk] (float64) their Σ dy·x̂ and Σ dy."""
+def _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming):
+    """dx of one chunk's rows, and in parts[chunk] (float64) their Σ dy·x̂ and Σ dy.
+    ``streaming``: whether dx is written with streaming stores (_streams)."""
     start, stop = _chunk_rows(chunk, parts.shape[0], x.shape[0])
     H, as_dtype = x.shape[1], x.dtype.type
     if start == stop:
         return
     recent = np.zeros((2, H), x.dtype)
     ahead = (start, as_dtype(mean[start] - x[start, 0]))
-    sum_g, sum_g_centered = _backward_sums(dy, x, gain, None, ahead, dx, recent)
+    sum_g, sum_g_centered = _backward_sums(dy, x, gain, None, ahead, dx, recent, streaming)
     for r in range(start, stop):
         scale = rstd[r]
         row = (r, ahead[1], as_dtype(scale), as_dtype(sum_g / H),
                as_dtype(scale * sum_g_centered / H))
         following = min(r + 1, stop - 1)
         ahead = (following, as_dtype(mean[following] - x[following, 0]))
-        sum_g, sum_g_centered = _backward_sums(dy, x, gain, row, ahead, dx, recent)
+        sum_g, sum_g_centered = _backward_sums(dy, x, gain, row, ahead, dx, recent, streaming)
         if (r - start + 1) % FLUSH_ROWS == 0 or r == stop - 1:
             _flush(recent, parts[chunk])
+    if streaming:
+        store_fence()
 
 
 @njit(**_EXACT)
@@ -234,18 +256,18 @@ def _add_chunks(parts, gain_grads):
 
 
 @njit(**_ENTRY)
-def _backward_serial(chunks, dy, x, mean, rstd, gain, dx, gain_grads):
+def _backward_serial(chunks, dy, x, mean, rstd, gain, dx, gain_grads, streaming):
     parts = np.zeros((chunks, 2, x.shape[1]))
     for chunk in range(chunks):
-        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts)
+        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming)
     _add_chunks(parts, gain_grads)
 
 
 @njit(parallel=True, **_ENTRY)
-def _backward_parallel(chunks, dy, x, mean, rstd, gain, dx, gain_grads):
+def _backward_parallel(chunks, dy, x, mean, rstd, gain, dx, gain_grads, streaming):
     parts = np.zeros((chunks, 2, x.shape[1]))
     for chunk in prange(chunks):
-        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts)
+        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming)
     _add_chunks(parts, gain_grads)
 
 
@@ -258,6 +280,12 @@ def _use_parallel(size: int) -> bool:
     the same bits on one thread and on many.
     """
     return size >= PARALLEL_MIN_ELEMENTS
+
+
+def _streams(out) -> bool:
+    """Whether to write ``out`` with streaming stores: only an output too large
+    to stay in the cache (STREAMING_MIN_BYTES), and only with aligned rows."""
+    return out.nbytes >= STREAMING_MIN_BYTES and rows_are_aligned(out)
 
 
 @functools.lru_cache(maxsize=256)
@@ -288,7 +316,7 @@ def layer_norm_forward(x, gain, bias, eps):
     statistics = np.empty((2, rows))
     mean, rstd = statistics[0], statistics[1]
     run = _forward_parallel if _use_parallel(x.size) else _forward_serial
-    run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd)
+    run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd, _streams(y))
     return y, mean, rstd
 
 
@@ -301,7 +329,7 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
     rows, H = x.shape
     dx, gain_grads = empty(x.shape, x.dtype), np.empty((2, H), x.dtype)
     run = _backward_parallel if _use_parallel(x.size) else _backward_serial
-    run(chunk_count(rows, H), dy, x, mean, rstd, gain, dx, gain_grads)
+    run(chunk_count(rows, H), dy, x, mean, rstd, gain, dx, gain_grads, _streams(dx))
     dgain, dbias = gain_grads[0], gain_grads[1]
     return (dx, dgain, dbias) if affine else (dx, None, None)
 

@@ -3,7 +3,8 @@ import numba
 import numpy as np
 import pytest
 
-from tinynet.kernels import cpu, reference
+from tinynet.kernels import _recycling, cpu, reference
+from tinynet.kernels._streaming_stores import rows_are_aligned
 
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}
 EPS = 1e-5
@@ -134,6 +135,52 @@ def test_serial_and_parallel_drivers_agree(shape, monkeypatch):
         results.append(run_forward_and_backward(x, gain, bias, dy))
     for serial, parallel in zip(*results):
         assert_close(parallel, serial, 1e-6)
+
+
+def run_drivers(x, gain, bias, dy, parallel, streaming):
+    """The forward and backward drivers run directly, on outputs lent by the
+    pool (aligned rows) and first filled with NaN, so that a missed element shows."""
+    rows, H = x.shape
+    chunks = cpu.chunk_count(rows, H)
+    forward, backward = ((cpu._forward_parallel, cpu._backward_parallel) if parallel
+                         else (cpu._forward_serial, cpu._backward_serial))
+    y, dx = _recycling.empty(x.shape, x.dtype), _recycling.empty(x.shape, x.dtype)
+    assert rows_are_aligned(y) and rows_are_aligned(dx)
+    y.fill(np.nan)
+    dx.fill(np.nan)
+    statistics, gain_grads = np.empty((2, rows)), np.empty((2, H), x.dtype)
+    forward(chunks, x, gain, bias, EPS, y, statistics[0], statistics[1], streaming)
+    backward(chunks, dy, x, statistics[0], statistics[1], gain, dx, gain_grads, streaming)
+    return y, statistics, dx, gain_grads
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+@pytest.mark.parametrize("dtype, shape", [(np.float32, (1100, 256)), (np.float64, (40, 4096))],
+                         ids=["float32", "float64"])
+def test_streaming_stores_write_the_same_bits_as_ordinary_ones(dtype, shape, parallel):
+    x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset=3.0)
+    ordinary = run_drivers(x, gain, bias, dy, parallel, streaming=False)
+    streamed = run_drivers(x, gain, bias, dy, parallel, streaming=True)
+    assert np.all(np.isfinite(ordinary[0])) and np.all(np.isfinite(ordinary[2]))
+    for a, b in zip(ordinary, streamed):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_only_large_outputs_with_aligned_rows_are_streamed(monkeypatch):
+    monkeypatch.setattr(cpu, "STREAMING_MIN_BYTES", 1 << 20)
+    assert cpu._streams(_recycling.empty((1024, 256), np.float32))
+    assert not cpu._streams(_recycling.empty((1023, 256), np.float32))     # too small
+    assert not cpu._streams(_recycling.empty((1024, 260), np.float32))     # rows of 1040 bytes
+    flat = _recycling.empty((1024 * 256 + 1,), np.float32)
+    assert not cpu._streams(flat[1:].reshape(1024, 256))                  # starts 4 bytes in
+
+
+@pytest.mark.parametrize("shape", [(300, 256), (2000, 33), (5, 4096)], ids=str)
+def test_kernels_with_streaming_stores_match_the_reference(shape, monkeypatch):
+    """With the threshold at 0, every output with aligned rows is streamed."""
+    monkeypatch.setattr(cpu, "STREAMING_MIN_BYTES", 0)
+    x, gain, bias, dy = layer_norm_inputs(shape, np.float32, offset=3.0)
+    assert_matches_reference(x, gain, bias, dy, RTOL[np.float32])
 
 
 def test_empty_batch():
