@@ -1,6 +1,7 @@
 """LayerNorm kernel speed: NumPy reference, Numba kernels and PyTorch, as ratios.
 
     python benchmarks/layernorm.py [--threads 1|2|both] [--cpu-only | --gpu-only]
+    python benchmarks/layernorm.py --stores [--threads 1|2|both]
 
 CPU (float32): forward and forward+backward of the NumPy reference
 (``tinynet.kernels.reference``), the Numba kernels (``tinynet.kernels.cpu``)
@@ -19,6 +20,10 @@ CuPy array ops) and PyTorch on CUDA when it has it, float32, on (32768, 1024),
 (8192, 4096) and (65536, 256). Kernel time comes from CUDA events, wall time
 from the host clock after a synchronize; bandwidth is compared with a
 device-to-device copy.
+
+``--stores`` times the Numba CPU kernels with ordinary and with streaming
+(non-temporal) stores, whatever the output's size (``cpu.STREAMING_MIN_BYTES``),
+on the shapes whose outputs the pool lends aligned (1 MiB or more).
 
 Targets (issue): Numba forward+backward ≥ 1.2x faster than PyTorch at
 (4096, 1024), ≥ 4x at (32768, 256), ≥ 3x at (64, 128); forward ≥ 60 % and
@@ -159,6 +164,45 @@ def cpu_tables(threads, torch):
                       results, "both", ("numba", "backward"), "Numba bwd ms", "backward",
                       backward_bytes, copy_bw, triad_bw)
     print_targets(label, results, copy_bw, triad_bw)
+
+
+def store_table(threads):
+    """Numba CPU kernels with ordinary against streaming stores, interleaved."""
+    import numba
+    import numpy as np
+    from tinynet.kernels import _recycling, cpu
+
+    numba.set_num_threads(threads)
+    ordinary, streaming = float("inf"), 0       # cpu.STREAMING_MIN_BYTES for each
+
+    def with_threshold(fn, threshold):
+        def run():
+            cpu.STREAMING_MIN_BYTES = threshold
+            fn()
+        return run
+
+    rows, saved = [], cpu.STREAMING_MIN_BYTES
+    try:
+        for shape in CPU_SHAPES:
+            if shape[0] * shape[1] * 4 < _recycling.MIN_BYTES:
+                continue
+            closures = kernel_closures(cpu, *layer_norm_inputs(np, shape))
+            t = median_times({(kind, direction): with_threshold(fn, threshold)
+                              for kind, threshold in (("ordinary", ordinary),
+                                                      ("streaming", streaming))
+                              for direction, fn in closures.items()})
+            row = [str(shape)]
+            for direction in ("forward", "backward", "both"):
+                row += [t["ordinary", direction] * 1e3, t["streaming", direction] * 1e3,
+                        t["ordinary", direction] / t["streaming", direction]]
+            rows.append(row)
+    finally:
+        cpu.STREAMING_MIN_BYTES = saved
+    headers = ["shape"] + [f"{d} {what}" for d in ("fwd", "bwd", "both")
+                           for what in ("ordinary ms", "streaming ms", "ratio")]
+    label = f"{threads} thread{'s' if threads > 1 else ''}"
+    print_table(f"Numba CPU kernels, ordinary vs streaming stores, float32, {label}",
+                headers, rows)
 
 
 def print_speed_table(title, results, timed, extra, extra_name, bandwidth_of, nbytes,
@@ -355,9 +399,15 @@ def main():
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--cpu-only", action="store_true")
     where.add_argument("--gpu-only", action="store_true")
+    where.add_argument("--stores", action="store_true",
+                       help="only compare ordinary and streaming stores on the CPU")
     args = parser.parse_args()
     thread_counts = [1, 2] if args.threads == "both" else [int(args.threads)]
     pin_threads(max(thread_counts))
+    if args.stores:
+        for threads in thread_counts:
+            store_table(threads)
+        return
     torch = try_import_torch()
     if not args.gpu_only:
         for threads in thread_counts:

@@ -157,6 +157,28 @@ def _rstd(squares_sum, H, eps, whole_block, warp_sums):
     return 1.0 / math.sqrt(_team_sum(squares_sum, whole_block, warp_sums) / H + eps)
 
 
+# The per-element formulas, in x's dtype, with d = x − x₀ (x₀: the row's first
+# element), offset = μ − x₀ and scale = 1/σ: (d − offset) is x − μ without
+# rounding μ to x's dtype.
+
+@cuda.jit(device=True)
+def _output(d, offset, scale, gain, bias):
+    """y = gain · (x − μ)/σ + bias (paper, Eq. 4)."""
+    return (d - offset) * scale * gain + bias
+
+
+@cuda.jit(device=True)
+def _x_hat(d, offset, scale):
+    """x̂ = (x − μ)/σ."""
+    return (d - offset) * scale
+
+
+@cuda.jit(device=True)
+def _input_gradient(g, x_hat, scale, mean_g, mean_g_xhat):
+    """dx = (g − mean(g) − x̂ · mean(g·x̂))/σ, with g = dy·gain."""
+    return scale * (g - mean_g - x_hat * mean_g_xhat)
+
+
 # ----------------------------------------------------------------------------
 # Rows held in registers (H up to held · threads): one read of each input
 # ----------------------------------------------------------------------------
@@ -195,8 +217,9 @@ def _held_forward(held):
             zero = x.dtype.type(0)
             total = float64(0.0)
             for k in range(held):
-                value = _clamped(x, row, first + k * stride) - shift
-                d[k] = value if first + k * stride < H else zero
+                j = first + k * stride
+                value = _clamped(x, row, j) - shift
+                d[k] = value if j < H else zero
                 total += d[k]
             shifted_mean = _statistics(total, H, whole_block, warp_sums)
             squares = float64(0.0)
@@ -208,7 +231,7 @@ def _held_forward(held):
             for k in range(held):
                 j = first + k * stride
                 if j < H:
-                    y[row, j] = (d[k] - offset) * scale * gain[j] + bias[j]
+                    y[row, j] = _output(d[k], offset, scale, gain[j], bias[j])
             if first == 0:
                 mean[row] = shift + shifted_mean
                 rstd[row] = row_rstd
@@ -254,7 +277,7 @@ def _held_backward(held):
                 j = first + k * stride
                 value = _clamped(dy, row, j)
                 dys[k] = value if j < H else zero
-                x_hat[k] = ((_clamped(x, row, j) - shift) - offset) * scale
+                x_hat[k] = _x_hat(_clamped(x, row, j) - shift, offset, scale)
                 g = _product(dys[k], gains[k])
                 sum_g += g
                 sum_g_xhat += g * x_hat[k]
@@ -264,7 +287,7 @@ def _held_backward(held):
                 j = first + k * stride
                 g = _product(dys[k], gains[k])
                 if j < H:
-                    dx[row, j] = scale * (g - mean_g - x_hat[k] * mean_g_xhat)
+                    dx[row, j] = _input_gradient(g, x_hat[k], scale, mean_g, mean_g_xhat)
                 dgain_sums[k] += dys[k] * x_hat[k]
                 dbias_sums[k] += dys[k]
         for k in range(held):          # a team without rows writes zeros
@@ -298,7 +321,7 @@ def _streamed_forward(x, gain, bias, eps, y, mean, rstd):
     row_rstd = _rstd(squares, H, eps, True, warp_sums)
     offset, scale = x.dtype.type(shifted_mean), x.dtype.type(row_rstd)
     for j in range(first, H, stride):
-        y[row, j] = ((x[row, j] - shift) - offset) * scale * gain[j] + bias[j]
+        y[row, j] = _output(x[row, j] - shift, offset, scale, gain[j], bias[j])
     if first == 0:
         mean[row] = shift + shifted_mean
         rstd[row] = row_rstd
@@ -332,7 +355,7 @@ def _streamed_backward(dy, x, mean, rstd, gain, tile_rows, whole_block, dx, part
         for j in range(first, H, stride):
             g = _product(dy[row, j], gain[j])
             sum_g += g
-            sum_g_xhat += g * (((x[row, j] - shift) - offset) * scale)
+            sum_g_xhat += g * _x_hat(x[row, j] - shift, offset, scale)
         sum_g = _team_sum(sum_g, whole_block, warp_sums)
         sum_g_xhat = _team_sum(sum_g_xhat, whole_block, warp_sums)
         if first == 0:
@@ -351,9 +374,9 @@ def _streamed_backward(dy, x, mean, rstd, gain, tile_rows, whole_block, dx, part
             shift, offset = as_dtype(row_terms[0, i]), as_dtype(row_terms[1, i])
             scale = as_dtype(row_terms[2, i])
             mean_g, mean_g_xhat = as_dtype(row_terms[3, i]), as_dtype(row_terms[4, i])
-            x_hat = ((x[row, j] - shift) - offset) * scale
+            x_hat = _x_hat(x[row, j] - shift, offset, scale)
             g = _product(dy[row, j], gain[j])
-            dx[row, j] = scale * (g - mean_g - x_hat * mean_g_xhat)
+            dx[row, j] = _input_gradient(g, x_hat, scale, mean_g, mean_g_xhat)
             dgain_sum += dy[row, j] * x_hat
             dbias_sum += dy[row, j]
         partial_sums[cuda.blockIdx.x, j] = dgain_sum

@@ -1,15 +1,18 @@
 """Compile every CUDA kernel of tinynet for a GPU, without one; report registers.
 
-    python tools/cuda_compile_check.py [--cc 9.0] [--ptxas PATH]
+    python tools/cuda_compile_check.py [--cc 9.0] [--ptxas PATH] [--save-ptx DIR]
 
-Needs numba-cuda and NVVM (pip: ``cuda-toolkit[nvvm]``), no GPU and no driver.
+Needs numba-cuda, NVVM and NVRTC (pip: ``cuda-toolkit[nvvm,nvrtc]``), no GPU
+and no driver.
 Each kernel is compiled to PTX for float32 and float64 with
 ``numba.cuda.compile_ptx``, which catches typing errors before any GPU time is
 spent. With ``ptxas`` (pip: ``nvidia-cuda-nvcc``; found on PATH or given) each
 PTX is also assembled, and its registers and spills are printed: a held-row
 kernel that spills, or needs more registers than a block can have, shows here.
 Device functions ask Numba for the current device's compute capability, so a
-stand-in device answers with ``--cc``.
+stand-in device answers with ``--cc``. ``--save-ptx DIR`` writes each
+kernel's PTX there: diffing two such folders shows whether a change to the
+kernels' source changes what the GPU runs.
 """
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default="9.0", help="compute capability (default 9.0)")
     parser.add_argument("--ptxas", default=shutil.which("ptxas"), help="ptxas to assemble with")
+    parser.add_argument("--save-ptx", metavar="DIR", help="write each kernel's PTX into DIR")
     args = parser.parse_args()
     cc = tuple(int(part) for part in args.cc.split("."))
 
@@ -69,6 +73,11 @@ def main():
                 print(f"{name}: does not compile: {error}")
                 continue
             report = "PTX ok"
+            if args.save_ptx:
+                os.makedirs(args.save_ptx, exist_ok=True)
+                file_name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") + ".ptx"
+                with open(os.path.join(args.save_ptx, file_name), "w") as f:
+                    f.write(ptx)
             if args.ptxas:
                 path = os.path.join(work, "kernel.ptx")
                 with open(path, "w") as f:
