@@ -23,6 +23,7 @@ the blocks' sums are added in float64. dgain and dbias are summed per fixed
 *chunk* of rows, not per thread, and the chunks' sums are added in order at
 the end. The input's size alone picks the serial or parallel driver, so a
 result is the same, bit for bit, for any number of threads (see _use_parallel).
+Outputs too large for the cache are written with streaming stores (_streams).
 docs/kernels.md explains the choices.
 """
 from __future__ import annotations
