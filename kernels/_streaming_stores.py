@@ -15,7 +15,10 @@ Two rules come with them:
   misaligned ``vmovntps`` faults). The caller must pass arrays whose rows start
   on an ALIGNMENT boundary (:func:`rows_are_aligned`): LLVM vectorizes a loop
   over a row's columns from column 0 on, in vectors of 4 to 16 numbers, so each
-  vector then starts at a multiple of its own size.
+  vector then starts at a multiple of its own size. (The claim is made per
+  element, so it is not true of the scalar stores that finish a row after the
+  vector loop; those have no alignment requirement on x86, and tests check
+  every element.)
 * **Ordering.** Streaming stores may become visible to other cores later than
   the ordinary stores after them. :func:`store_fence` (a sequentially
   consistent fence; on x86 a locked instruction, which drains the
