@@ -49,8 +49,9 @@ _EXACT = dict(error_model="numpy", fastmath=False)
 # different roundings, and dx = g − mean(g) would not vanish for H = 1.
 _REDUCTION = dict(_EXACT, fastmath={"reassoc", "nsz", "arcp"})
 # Only the entry points called from Python are cached on disk (so that tests
-# and examples don't pay the compile each run); the helpers are compiled with,
-# and inlined into, whichever entry point needs them.
+# and examples don't pay the compile each run); the helpers are compiled into
+# whichever entry point needs them (LLVM inlines the per-element formulas; the
+# loops over a row's columns stay functions, called once per row).
 _ENTRY = dict(_EXACT, cache=True)
 
 # Below this many elements a call runs serially: waking the thread pool costs
