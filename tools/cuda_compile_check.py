@@ -1,6 +1,7 @@
 """Compile every CUDA kernel of tinynet for a GPU, without one; report registers.
 
     python tools/cuda_compile_check.py [--cc 9.0] [--ptxas PATH] [--save-ptx DIR]
+    python tools/cuda_compile_check.py --compare BEFORE AFTER
 
 Needs numba-cuda, NVVM and NVRTC (pip: ``cuda-toolkit[nvvm,nvrtc]``), no GPU
 and no driver.
@@ -10,13 +11,18 @@ spent. With ``ptxas`` (pip: ``nvidia-cuda-nvcc``; found on PATH or given) each
 PTX is also assembled, and its registers and spills are printed: a held-row
 kernel that spills, or needs more registers than a block can have, shows here.
 Device functions ask Numba for the current device's compute capability, so a
-stand-in device answers with ``--cc``. ``--save-ptx DIR`` writes each
-kernel's PTX there: diffing two such folders shows whether a change to the
-kernels' source changes what the GPU runs.
+stand-in device answers with ``--cc``.
+
+``--save-ptx DIR`` writes each kernel's PTX there, and ``--compare BEFORE
+AFTER`` compares two such folders kernel by kernel: the same instructions in
+the same order; the same number of each kind of instruction, in another order
+or on other registers; or which kinds' counts differ. That tells, without a GPU, whether a change to the kernels'
+source changes the arithmetic the GPU does.
 """
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import re
 import shutil
@@ -51,12 +57,46 @@ def kernels_and_signatures():
     return found
 
 
+def ptx_instructions(text):
+    """The instructions of a PTX text, in order, with symbol names and
+    comments left out (Numba's names and declarations vary from run to run)."""
+    instructions = []
+    for line in text.splitlines():
+        line = line.split("//")[0].strip()
+        if line and not line.startswith(".") and not line.endswith(":") and line not in "{}":
+            instructions.append(re.sub(r"_ZN\w+", "<symbol>", line))
+    return instructions
+
+
+def compare_ptx(before, after):
+    """Print, per kernel, how the PTX in folder ``after`` differs from ``before``."""
+    for name in sorted(os.listdir(before)):
+        with open(os.path.join(before, name)) as a, open(os.path.join(after, name)) as b:
+            old, new = ptx_instructions(a.read()), ptx_instructions(b.read())
+        if old == new:
+            verdict = "the same instructions, in the same order"
+        else:
+            def opcodes(lines):
+                return collections.Counter(line.split()[0] for line in lines)
+            counts_old, counts_new = opcodes(old), opcodes(new)
+            changed = {op: (counts_old[op], counts_new[op]) for op in counts_old | counts_new
+                       if counts_old[op] != counts_new[op]}
+            verdict = (f"different instruction counts {changed}" if changed
+                       else "the same counts of each instruction, reordered or renamed")
+        print(f"{name}: {verdict}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cc", default="9.0", help="compute capability (default 9.0)")
     parser.add_argument("--ptxas", default=shutil.which("ptxas"), help="ptxas to assemble with")
     parser.add_argument("--save-ptx", metavar="DIR", help="write each kernel's PTX into DIR")
+    parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="compare two --save-ptx folders instead of compiling")
     args = parser.parse_args()
+    if args.compare:
+        compare_ptx(*args.compare)
+        return
     cc = tuple(int(part) for part in args.cc.split("."))
 
     from numba import cuda
