@@ -162,15 +162,15 @@ def _rstd(squares_sum, H, eps, whole_block, warp_sums):
 # rounding μ to x's dtype.
 
 @cuda.jit(device=True)
-def _output(d, offset, scale, gain, bias):
-    """y = gain · (x − μ)/σ + bias (paper, Eq. 4)."""
-    return (d - offset) * scale * gain + bias
-
-
-@cuda.jit(device=True)
 def _x_hat(d, offset, scale):
     """x̂ = (x − μ)/σ."""
     return (d - offset) * scale
+
+
+@cuda.jit(device=True)
+def _output(d, offset, scale, gain, bias):
+    """y = gain · x̂ + bias (paper, Eq. 4)."""
+    return _x_hat(d, offset, scale) * gain + bias
 
 
 @cuda.jit(device=True)
