@@ -34,8 +34,9 @@ import numpy as np
 from numba import njit, prange
 
 from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
+from ._noalias import NOALIAS
 from ._streaming_stores import rows_are_aligned, store_fence, store_streaming
-from ._recycling import empty
+from ._recycling import empty_like
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "adam_step"]
 
@@ -48,6 +49,10 @@ _EXACT = dict(error_model="numpy", fastmath=False)
 # output. So is 'contract': fusing g = dy·gain into Σ g would give Σ g and g
 # different roundings, and dx = g − mean(g) would not vanish for H = 1.
 _REDUCTION = dict(_EXACT, fastmath={"reassoc", "nsz", "arcp"})
+# The loops over a row's columns write only arrays the kernels allocated
+# themselves, so they promise LLVM that no two arrays overlap (_noalias).
+_ROW_LOOP = dict(_REDUCTION, **NOALIAS)
+_ROW_LOOP_EXACT = dict(_EXACT, **NOALIAS)
 # Only the entry points called from Python are cached on disk (so that tests
 # and examples don't pay the compile each run); the helpers are compiled into
 # whichever entry point needs them (LLVM inlines the per-element formulas; the
@@ -104,7 +109,7 @@ def _input_gradient(g, x_hat, scale, mean_g, mean_g_x_hat):
 # LLVM from vectorizing the loop (5x slower).
 # ----------------------------------------------------------------------------
 
-@njit(**_REDUCTION)
+@njit(**_ROW_LOOP)
 def _forward_sums(x, r, offset, ahead):
     """float64 (Σ over row ``ahead`` of x − x₀, Σ over row r of (x − μ)²).
 
@@ -125,7 +130,7 @@ def _forward_sums(x, r, offset, ahead):
     return deviations, squares
 
 
-@njit(**_EXACT)
+@njit(**_ROW_LOOP_EXACT)
 def _normalize_row(x, r, offset, scale, gain, bias, y, streaming):
     """y = gain · (x − μ)/σ + bias (paper, Eq. 4), in x's dtype."""
     shift = x[r, 0]
@@ -133,7 +138,7 @@ def _normalize_row(x, r, offset, scale, gain, bias, y, streaming):
         _store(y, r, j, _centered(x[r, j], shift, offset) * scale * gain[j] + bias[j], streaming)
 
 
-@njit(**_REDUCTION)
+@njit(**_ROW_LOOP)
 def _backward_sums(dy, x, gain, row, ahead, dx, recent, streaming):
     """Row r's dx, with its dy·x̂ and dy added into ``recent``; row ``ahead``'s
     float64 (Σ g, Σ g·(x − μ)), g = dy·gain, summed in blocks as in _forward_sums.
@@ -314,9 +319,7 @@ def layer_norm_forward(x, gain, bias, eps):
     """
     x, gain, bias = forward_arguments(x, gain, bias)
     rows, H = x.shape
-    y = empty(x.shape, x.dtype)
-    statistics = np.empty((2, rows))
-    mean, rstd = statistics[0], statistics[1]
+    y, mean, rstd = empty_like(x), np.empty(rows), np.empty(rows)
     run = _forward_parallel if _use_parallel(x.size) else _forward_serial
     run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd, _streams(y))
     return y, mean, rstd
@@ -329,7 +332,7 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
     """
     dy, x, mean, rstd, gain, affine = backward_arguments(dy, x, mean, rstd, gain)
     rows, H = x.shape
-    dx, gain_grads = empty(x.shape, x.dtype), np.empty((2, H), x.dtype)
+    dx, gain_grads = empty_like(x), np.empty((2, H), x.dtype)
     run = _backward_parallel if _use_parallel(x.size) else _backward_serial
     run(chunk_count(rows, H), dy, x, mean, rstd, gain, dx, gain_grads, _streams(dx))
     dgain, dbias = gain_grads[0], gain_grads[1]

@@ -186,6 +186,36 @@ def test_kernels_with_streaming_stores_match_the_reference(shape, monkeypatch):
     assert_matches_reference(x, gain, bias, dy, RTOL[np.float32])
 
 
+def test_noalias_option_marks_the_array_arguments_for_llvm():
+    """@njit(**NOALIAS) (kernels._noalias), which the row loops use, reaches LLVM:
+    the array arguments' pointers are marked noalias, which they are not without it."""
+    from tinynet.kernels._noalias import NOALIAS
+    assert NOALIAS == {"noalias": True}
+
+    def double_into(out, a):
+        for i in range(a.size):
+            out[i] = 2 * a[i]
+
+    def noalias_marks(compiled):
+        a, out = np.arange(5.0), np.empty(5)
+        compiled(out, a)
+        np.testing.assert_array_equal(out, 2 * a)
+        llvm = compiled.inspect_llvm(compiled.signatures[0])
+        define = next(line for line in llvm.splitlines()
+                      if line.startswith("define") and "double_into" in line)
+        return define.count("noalias")
+
+    assert noalias_marks(numba.njit(**NOALIAS)(double_into)) > noalias_marks(numba.njit(double_into))
+
+
+@pytest.mark.parametrize("shape", [(64, 128), (3, 4097)], ids=str)
+def test_the_same_array_may_be_passed_as_dy_and_x(shape):
+    """Arrays the kernels only read may share memory (the noalias promise is
+    about the arrays they write)."""
+    x, gain, bias, _ = layer_norm_inputs(shape, np.float64, offset=3.0)
+    assert_matches_reference(x, gain, bias, x, RTOL[np.float64])
+
+
 def test_empty_batch():
     x = np.zeros((0, 5), np.float32)
     y, mean, rstd = cpu.layer_norm_forward(x, None, None, EPS)
