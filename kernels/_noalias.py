@@ -19,6 +19,9 @@ flag, :data:`NOALIAS` is empty and the kernels keep their run-time checks.
 The promise is the caller's: while a ``noalias`` function runs, an array it
 writes must not share memory with any other array it is passed (arrays it only
 reads may). The CPU kernels write only arrays they have just allocated.
+
+Numba's on-disk cache checks only the file of the function it caches
+(``cpu.py``), not this one: after editing this file, touch ``cpu.py``.
 """
 from __future__ import annotations
 
