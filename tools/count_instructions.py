@@ -41,21 +41,24 @@ def child(what: str, rows: int, H: int, calls: int, helper: str) -> None:
 
     import numpy as np
     from tinynet.kernels import cpu
+    from tinynet.kernels._recycling import empty_like
 
     rng = np.random.default_rng(0)
     x, dy = (rng.standard_normal((rows, H)).astype(np.float32) for _ in range(2))
     gain, bias = (rng.standard_normal(H).astype(np.float32) for _ in range(2))
     y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, 1e-5)
-    dx, gain_grads = np.empty_like(x), np.empty((2, H), np.float32)
+    dx, gain_grads = empty_like(x), np.empty((2, H), np.float32)
     chunks = cpu.chunk_count(rows, H)
-    run = cpu._forward_parallel if cpu._use_parallel(x.size) else cpu._forward_serial
-    run_back = cpu._backward_parallel if cpu._use_parallel(x.size) else cpu._backward_serial
+    # the drivers, and the kind of stores, that layer_norm_forward/backward pick
+    run, run_back = ((cpu._forward_parallel, cpu._backward_parallel) if cpu._use_parallel(x.size)
+                     else (cpu._forward_serial, cpu._backward_serial))
+    y_streams, dx_streams = cpu._streams(y), cpu._streams(dx)
     call = {
         "forward": lambda: cpu.layer_norm_forward(x, gain, bias, 1e-5),
         "backward": lambda: cpu.layer_norm_backward(dy, x, mean, rstd, gain),
-        "forward driver": lambda: run(chunks, x, gain, bias, 1e-5, y, mean, rstd, False),
+        "forward driver": lambda: run(chunks, x, gain, bias, 1e-5, y, mean, rstd, y_streams),
         "backward driver": lambda: run_back(chunks, dy, x, mean, rstd, gain, dx, gain_grads,
-                                            False),
+                                            dx_streams),
     }[what]
     call()                                          # compile or load, warm up
     counter = ctypes.CDLL(helper)
