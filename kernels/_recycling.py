@@ -21,6 +21,7 @@ stores need (``_streaming_stores``).
 from __future__ import annotations
 
 import math
+import sys
 import threading
 
 import numpy as np
@@ -47,8 +48,11 @@ class _Loan:
         self.__array_interface__ = {"data": (buffer.ctypes.data, False), "shape": shape,
                                     "typestr": dtype.str, "version": 3}
 
-    def __del__(self):
-        _give_back(self.buffer)
+    def __del__(self, _finalizing=sys.is_finalizing):
+        # A loan that outlives the interpreter's shutdown (say, an array some
+        # cache still held) finds this module already emptied: nothing to give back to.
+        if not _finalizing():
+            _give_back(self.buffer)
 
 
 def _take(nbytes: int) -> np.ndarray:

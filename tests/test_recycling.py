@@ -1,5 +1,8 @@
 """Recycled output memory (tinynet.kernels._recycling): reused only once unseen."""
 import gc
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -107,3 +110,23 @@ def test_kernel_outputs_stay_intact_while_held():
                                        None)
     np.testing.assert_array_equal(y1, copy)
     assert not np.shares_memory(dx, y1) and not np.shares_memory(dx, y2)
+
+
+def test_a_loan_alive_at_interpreter_shutdown_dies_quietly():
+    """The interpreter empties this module's globals at exit before the last
+    loans die (here one that a Numba-compiled call has seen); they must not
+    print errors on their way out."""
+    script = textwrap.dedent("""
+        import numpy as np
+        from numba import njit
+        from tinynet.kernels import _recycling
+        x = _recycling.empty((1024, 1024), np.float32)
+        x[:] = 1
+        total = njit(lambda a: a.sum())
+        calls = {"sum": lambda: total(x)}
+        assert calls["sum"]() == x.size
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Exception ignored" not in done.stderr, done.stderr
