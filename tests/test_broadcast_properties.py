@@ -22,10 +22,17 @@ BINARY = {
 
 
 def _inputs(shapes, seed):
+    """float64 leaf tensors of these shapes, values ±[0.5, 1.5): away from zero
+    (for div), and no two of the n values (all inputs together) nearer than
+    0.5/n, far more than gradcheck's step, so that maximum and where never
+    meet a tie. (Drawn independently, two values once came 1.5e-7 apart.)"""
     rng = np.random.default_rng(seed)
-    # away from zero (for div) and never tied (for maximum)
-    return [tinynet.tensor(np.asarray(rng.uniform(0.5, 1.5, s) * rng.choice([-1, 1], s)),
-                           dtype=tinynet.float64, requires_grad=True) for s in shapes]
+    sizes = [int(np.prod(shape)) for shape in shapes]
+    n = sum(sizes)
+    magnitudes = 0.5 + (rng.permutation(n) + rng.uniform(0.25, 0.75, n)) / n
+    values = np.split(magnitudes * rng.choice([-1, 1], n), np.cumsum(sizes)[:-1])
+    return [tinynet.tensor(v.reshape(shape), dtype=tinynet.float64, requires_grad=True)
+            for v, shape in zip(values, shapes)]
 
 
 @SETTINGS
