@@ -2,6 +2,7 @@
 
     python benchmarks/layernorm.py [--threads 1|2|both] [--cpu-only | --gpu-only]
     python benchmarks/layernorm.py --stores [--threads 1|2|both]
+    python benchmarks/layernorm.py --prefetch [--threads 1|2|both]
 
 CPU (float32): forward and forward+backward of the NumPy reference
 (``tinynet.kernels.reference``), the Numba kernels (``tinynet.kernels.cpu``)
@@ -24,6 +25,9 @@ device-to-device copy.
 ``--stores`` times the Numba CPU kernels with ordinary and with streaming
 (non-temporal) stores, whatever the output's size (``cpu.STREAMING_MIN_BYTES``),
 on the shapes whose outputs the pool lends aligned (1 MiB or more).
+``--prefetch`` times them without and with software prefetch of the inputs
+(``cpu.PREFETCH_MIN_BYTES``), on the four shapes and two more that are
+prefetched; the other shapes show what the choice costs where it says no.
 
 Targets (issue): Numba forward+backward ≥ 1.2x faster than PyTorch at
 (4096, 1024), ≥ 4x at (32768, 256), ≥ 3x at (64, 128); forward ≥ 60 % and
@@ -166,43 +170,55 @@ def cpu_tables(threads, torch):
     print_targets(label, results, copy_bw, triad_bw)
 
 
-def store_table(threads):
-    """Numba CPU kernels with ordinary against streaming stores, interleaved."""
+# Shapes whose inputs the kernels prefetch (cpu._prefetch_rows), besides (32768, 256)
+PREFETCHED_SHAPES = [(65536, 128), (16384, 512)]
+
+
+def switch_table(threads, what):
+    """Numba CPU kernels with one of their memory techniques off and on, timed
+    interleaved. ``what``: "stores" (ordinary against streaming stores, for any
+    output the pool lends aligned) or "prefetch" (without and with prefetch, as
+    the kernels choose it). The switch is the technique's size threshold in
+    ``cpu``, set before each call."""
     import numba
     import numpy as np
     from tinynet.kernels import _recycling, cpu
 
     numba.set_num_threads(threads)
-    ordinary, streaming = float("inf"), 0       # cpu.STREAMING_MIN_BYTES for each
+    name, kinds, shapes = {
+        "stores": ("STREAMING_MIN_BYTES", (("ordinary", float("inf")), ("streaming", 0)),
+                   [s for s in CPU_SHAPES if s[0] * s[1] * 4 >= _recycling.MIN_BYTES]),
+        "prefetch": ("PREFETCH_MIN_BYTES",
+                     (("plain", float("inf")), ("prefetch", cpu.PREFETCH_MIN_BYTES)),
+                     CPU_SHAPES + PREFETCHED_SHAPES),
+    }[what]
+    (off, _), (on, _) = kinds
+    saved = getattr(cpu, name)
 
     def with_threshold(fn, threshold):
         def run():
-            cpu.STREAMING_MIN_BYTES = threshold
+            setattr(cpu, name, threshold)
             fn()
         return run
 
-    rows, saved = [], cpu.STREAMING_MIN_BYTES
+    rows = []
     try:
-        for shape in CPU_SHAPES:
-            if shape[0] * shape[1] * 4 < _recycling.MIN_BYTES:
-                continue
+        for shape in shapes:
             closures = kernel_closures(cpu, *layer_norm_inputs(np, shape))
             t = median_times({(kind, direction): with_threshold(fn, threshold)
-                              for kind, threshold in (("ordinary", ordinary),
-                                                      ("streaming", streaming))
+                              for kind, threshold in kinds
                               for direction, fn in closures.items()})
             row = [str(shape)]
             for direction in ("forward", "backward", "both"):
-                row += [t["ordinary", direction] * 1e3, t["streaming", direction] * 1e3,
-                        t["ordinary", direction] / t["streaming", direction]]
+                row += [t[off, direction] * 1e3, t[on, direction] * 1e3,
+                        t[off, direction] / t[on, direction]]
             rows.append(row)
     finally:
-        cpu.STREAMING_MIN_BYTES = saved
-    headers = ["shape"] + [f"{d} {what}" for d in ("fwd", "bwd", "both")
-                           for what in ("ordinary ms", "streaming ms", "ratio")]
+        setattr(cpu, name, saved)
+    headers = ["shape"] + [f"{d} {column}" for d in ("fwd", "bwd", "both")
+                           for column in (f"{off} ms", f"{on} ms", "ratio")]
     label = f"{threads} thread{'s' if threads > 1 else ''}"
-    print_table(f"Numba CPU kernels, ordinary vs streaming stores, float32, {label}",
-                headers, rows)
+    print_table(f"Numba CPU kernels, {off} vs {on}, float32, {label}", headers, rows)
 
 
 def print_speed_table(title, results, timed, extra, extra_name, bandwidth_of, nbytes,
@@ -401,12 +417,14 @@ def main():
     where.add_argument("--gpu-only", action="store_true")
     where.add_argument("--stores", action="store_true",
                        help="only compare ordinary and streaming stores on the CPU")
+    where.add_argument("--prefetch", action="store_true",
+                       help="only compare the CPU kernels without and with prefetch")
     args = parser.parse_args()
     thread_counts = [1, 2] if args.threads == "both" else [int(args.threads)]
     pin_threads(max(thread_counts))
-    if args.stores:
+    if args.stores or args.prefetch:
         for threads in thread_counts:
-            store_table(threads)
+            switch_table(threads, "stores" if args.stores else "prefetch")
         return
     torch = try_import_torch()
     if not args.gpu_only:

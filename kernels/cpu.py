@@ -23,18 +23,21 @@ the blocks' sums are added in float64. dgain and dbias are summed per fixed
 *chunk* of rows, not per thread, and the chunks' sums are added in order at
 the end. The input's size alone picks the serial or parallel driver, so a
 result is the same, bit for bit, for any number of threads (see _use_parallel).
-Outputs too large for the cache are written with streaming stores (_streams).
+Outputs too large for the cache are written with streaming stores (_streams);
+on one thread, large inputs with short rows are prefetched (_prefetch_rows).
 docs/kernels.md explains the choices.
 """
 from __future__ import annotations
 
 import functools
 
+import numba
 import numpy as np
 from numba import njit, prange
 
 from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
 from ._noalias import NOALIAS
+from ._prefetch import CACHE_LINE, prefetch
 from ._streaming_stores import rows_are_aligned, store_fence, store_streaming
 from ._recycling import empty_like
 
@@ -81,6 +84,15 @@ PARTIALS_MAX_ELEMENTS = 1 << 18
 # Outputs this large are written past the cache, with streaming stores
 # (_streaming_stores); smaller ones are left in the cache for whoever reads them next.
 STREAMING_MIN_BYTES = 1 << 24
+
+# On one thread, inputs this large are prefetched PREFETCH_AHEAD_BYTES ahead
+# of the row being worked on (_prefetch), if a row of all the arrays read
+# (x; dy and x) comes to at most PREFETCH_MAX_ROW_BYTES. Measured
+# (docs/kernels.md): longer rows and smaller arrays gained little or lost,
+# and so did two threads.
+PREFETCH_MIN_BYTES = 1 << 25
+PREFETCH_MAX_ROW_BYTES = 2048
+PREFETCH_AHEAD_BYTES = 4096
 
 # ----------------------------------------------------------------------------
 # Per-element formulas. They are compiled without fastmath, and keep that
@@ -184,6 +196,13 @@ def _store(out, r, j, value, streaming):
 
 
 @njit(**_EXACT)
+def _prefetch_row(a, r):
+    """Ask for every cache line of row r of ``a`` (_prefetch)."""
+    for j in range(np.uintp(0), np.uintp(a.shape[1]), np.uintp(CACHE_LINE // a.itemsize)):
+        prefetch(a, r, j)
+
+
+@njit(**_EXACT)
 def _flush(recent, total):
     """total += recent (widening to float64), then recent = 0."""
     for i in range(recent.shape[0]):
@@ -201,9 +220,10 @@ def _chunk_rows(chunk, chunks, rows):
 
 
 @njit(**_EXACT)
-def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming):
+def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows):
     """Rows of one chunk; Σd of row r + 1 is summed in the loop over row r.
-    ``streaming``: whether y is written with streaming stores (_streams)."""
+    ``streaming``: whether y is written with streaming stores (_streams);
+    ``ahead_rows``: how far ahead rows are prefetched, 0 for not (_prefetch_rows)."""
     start, stop = _chunk_rows(chunk, chunks, x.shape[0])
     H, as_dtype = x.shape[1], x.dtype.type
     if start == stop:
@@ -211,6 +231,8 @@ def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming):
     # The first row's Σd; the squares summed alongside (of μ = x₀) are discarded.
     deviations, _ = _forward_sums(x, start, as_dtype(0), start)
     for r in range(start, stop):
+        if ahead_rows and r + ahead_rows < stop:
+            _prefetch_row(x, r + ahead_rows)
         offset = deviations / H
         deviations, squares = _forward_sums(x, r, as_dtype(offset), min(r + 1, stop - 1))
         mean[r] = x[r, 0] + offset
@@ -221,21 +243,21 @@ def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming):
 
 
 @njit(**_ENTRY)
-def _forward_serial(chunks, x, gain, bias, eps, y, mean, rstd, streaming):
+def _forward_serial(chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows):
     for chunk in range(chunks):
-        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming)
+        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows)
 
 
 @njit(parallel=True, **_ENTRY)
-def _forward_parallel(chunks, x, gain, bias, eps, y, mean, rstd, streaming):
+def _forward_parallel(chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows):
     for chunk in prange(chunks):
-        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming)
+        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows)
 
 
 @njit(**_EXACT)
-def _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming):
+def _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming, ahead_rows):
     """dx of one chunk's rows, and in parts[chunk] (float64) their Σ dy·x̂ and Σ dy.
-    ``streaming``: whether dx is written with streaming stores (_streams)."""
+    ``streaming`` and ``ahead_rows`` as in _forward_chunk."""
     start, stop = _chunk_rows(chunk, parts.shape[0], x.shape[0])
     H, as_dtype = x.shape[1], x.dtype.type
     if start == stop:
@@ -244,6 +266,9 @@ def _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming):
     ahead = (start, as_dtype(mean[start] - x[start, 0]))
     sum_g, sum_g_centered = _backward_sums(dy, x, gain, None, ahead, dx, recent, streaming)
     for r in range(start, stop):
+        if ahead_rows and r + ahead_rows < stop:
+            _prefetch_row(dy, r + ahead_rows)
+            _prefetch_row(x, r + ahead_rows)
         scale = rstd[r]
         row = (r, ahead[1], as_dtype(scale), as_dtype(sum_g / H),
                as_dtype(scale * sum_g_centered / H))
@@ -266,18 +291,18 @@ def _add_chunks(parts, gain_grads):
 
 
 @njit(**_ENTRY)
-def _backward_serial(chunks, dy, x, mean, rstd, gain, dx, gain_grads, streaming):
+def _backward_serial(chunks, dy, x, mean, rstd, gain, dx, gain_grads, streaming, ahead_rows):
     parts = np.zeros((chunks, 2, x.shape[1]))
     for chunk in range(chunks):
-        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming)
+        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming, ahead_rows)
     _add_chunks(parts, gain_grads)
 
 
 @njit(parallel=True, **_ENTRY)
-def _backward_parallel(chunks, dy, x, mean, rstd, gain, dx, gain_grads, streaming):
+def _backward_parallel(chunks, dy, x, mean, rstd, gain, dx, gain_grads, streaming, ahead_rows):
     parts = np.zeros((chunks, 2, x.shape[1]))
     for chunk in prange(chunks):
-        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming)
+        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming, ahead_rows)
     _add_chunks(parts, gain_grads)
 
 
@@ -296,6 +321,22 @@ def _streams(out) -> bool:
     """Whether to write ``out`` with streaming stores: only an output too large
     to stay in the cache (STREAMING_MIN_BYTES), and only with aligned rows."""
     return out.nbytes >= STREAMING_MIN_BYTES and rows_are_aligned(out)
+
+
+def _prefetch_rows(x, arrays: int) -> int:
+    """How many rows ahead of the row being worked on to prefetch the ``arrays``
+    inputs of x's shape (1: x; 2: dy and x), 0 for none (see PREFETCH_MIN_BYTES).
+
+    Only on one thread: one core alone keeps too few rows on their way from
+    memory, two keep enough. Prefetching changes no result, so this choice,
+    unlike _use_parallel's, may depend on the thread count.
+    """
+    if x.nbytes < PREFETCH_MIN_BYTES or numba.get_num_threads() > 1:
+        return 0
+    row_bytes = x.shape[1] * x.itemsize
+    if row_bytes * arrays > PREFETCH_MAX_ROW_BYTES:
+        return 0
+    return max(1, PREFETCH_AHEAD_BYTES // row_bytes)
 
 
 @functools.lru_cache(maxsize=256)
@@ -324,7 +365,8 @@ def layer_norm_forward(x, gain, bias, eps):
     rows, H = x.shape
     y, mean, rstd = empty_like(x), np.empty(rows), np.empty(rows)
     run = _forward_parallel if _use_parallel(x.size) else _forward_serial
-    run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd, _streams(y))
+    run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd, _streams(y),
+        _prefetch_rows(x, 1))
     return y, mean, rstd
 
 
@@ -337,7 +379,8 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
     rows, H = x.shape
     dx, gain_grads = empty_like(x), np.empty((2, H), x.dtype)
     run = _backward_parallel if _use_parallel(x.size) else _backward_serial
-    run(chunk_count(rows, H), dy, x, mean, rstd, gain, dx, gain_grads, _streams(dx))
+    run(chunk_count(rows, H), dy, x, mean, rstd, gain, dx, gain_grads, _streams(dx),
+        _prefetch_rows(x, 2))
     dgain, dbias = gain_grads[0], gain_grads[1]
     return (dx, dgain, dbias) if affine else (dx, None, None)
 

@@ -1,4 +1,6 @@
 """The Numba CPU kernels (tinynet.kernels.cpu) against the NumPy reference, the spec."""
+import re
+
 import numba
 import numpy as np
 import pytest
@@ -137,20 +139,22 @@ def test_serial_and_parallel_drivers_agree(shape, monkeypatch):
         assert_close(parallel, serial, 1e-6)
 
 
-def run_drivers(x, gain, bias, dy, parallel, streaming):
+def run_drivers(x, gain, bias, dy, parallel, streaming, ahead_rows=0):
     """The forward and backward drivers run directly, on outputs lent by the
-    pool (aligned rows) and first filled with NaN, so that a missed element shows."""
+    pool (aligned rows, if large enough, as streaming stores need) and first
+    filled with NaN, so that a missed element shows."""
     rows, H = x.shape
     chunks = cpu.chunk_count(rows, H)
     forward, backward = ((cpu._forward_parallel, cpu._backward_parallel) if parallel
                          else (cpu._forward_serial, cpu._backward_serial))
     y, dx = _recycling.empty(x.shape, x.dtype), _recycling.empty(x.shape, x.dtype)
-    assert rows_are_aligned(y) and rows_are_aligned(dx)
+    assert not streaming or (rows_are_aligned(y) and rows_are_aligned(dx))
     y.fill(np.nan)
     dx.fill(np.nan)
     statistics, gain_grads = np.empty((2, rows)), np.empty((2, H), x.dtype)
-    forward(chunks, x, gain, bias, EPS, y, statistics[0], statistics[1], streaming)
-    backward(chunks, dy, x, statistics[0], statistics[1], gain, dx, gain_grads, streaming)
+    forward(chunks, x, gain, bias, EPS, y, statistics[0], statistics[1], streaming, ahead_rows)
+    backward(chunks, dy, x, statistics[0], statistics[1], gain, dx, gain_grads, streaming,
+             ahead_rows)
     return y, statistics, dx, gain_grads
 
 
@@ -184,6 +188,58 @@ def test_kernels_with_streaming_stores_match_the_reference(shape, monkeypatch):
     monkeypatch.setattr(cpu, "STREAMING_MIN_BYTES", 0)
     x, gain, bias, dy = layer_norm_inputs(shape, np.float32, offset=3.0)
     assert_matches_reference(x, gain, bias, dy, RTOL[np.float32])
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+@pytest.mark.parametrize("dtype, shape, ahead_rows", [
+    (np.float32, (300, 256), 4), (np.float64, (70, 40), 25),
+    (np.float32, (9, 1000), 1), (np.float32, (3, 16), 8),   # further ahead than the chunk
+], ids=str)
+def test_prefetch_changes_no_bit(dtype, shape, ahead_rows, parallel):
+    x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset=3.0)
+    plain = run_drivers(x, gain, bias, dy, parallel, streaming=False)
+    prefetched = run_drivers(x, gain, bias, dy, parallel, streaming=False,
+                             ahead_rows=ahead_rows)
+    assert np.all(np.isfinite(prefetched[0])) and np.all(np.isfinite(prefetched[2]))
+    for a, b in zip(plain, prefetched):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_only_large_inputs_with_short_rows_are_prefetched_on_one_thread(monkeypatch):
+    monkeypatch.setattr(cpu, "PREFETCH_MIN_BYTES", 1 << 20)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        rows = cpu._prefetch_rows
+        assert rows(np.empty((1024, 256), np.float32), 1) == 4        # 1 KB rows, 4 KB ahead
+        assert rows(np.empty((1024, 256), np.float32), 2) == 4        # dy and x: 2 KB a row
+        assert rows(np.empty((512, 512), np.float32), 1) == 2
+        assert rows(np.empty((512, 512), np.float32), 2) == 0         # 4 KB a row
+        assert rows(np.empty((512, 256), np.float64), 1) == 2
+        assert rows(np.empty((1 << 16, 4), np.float32), 2) == 256     # rows of 16 bytes
+        assert rows(np.empty((1023, 256), np.float32), 1) == 0        # too small
+        assert rows(np.empty((256, 1024), np.float32), 1) == 0        # rows over 2 KB
+        if before > 1:
+            numba.set_num_threads(2)
+            assert rows(np.empty((1024, 256), np.float32), 1) == 0    # two threads
+    finally:
+        numba.set_num_threads(before)
+
+
+def test_prefetch_reaches_llvm():
+    """kernels._prefetch.prefetch becomes LLVM's prefetch, a read into L2."""
+    from numba import njit
+
+    from tinynet.kernels._prefetch import prefetch
+
+    @njit
+    def ask_for_row(a, r):
+        prefetch(a, r, 0)
+
+    ask_for_row(np.zeros((4, 16)), 2)
+    llvm = next(iter(ask_for_row.inspect_llvm().values()))
+    assert "@llvm.prefetch" in llvm
+    assert re.search(r"call void @llvm\.prefetch[.\w]*\(ptr [^,]+, i32 0, i32 2, i32 1\)", llvm)
 
 
 def test_noalias_option_marks_the_array_arguments_for_llvm():
