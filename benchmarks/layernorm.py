@@ -27,7 +27,8 @@ device-to-device copy.
 on the shapes whose outputs the pool lends aligned (1 MiB or more).
 ``--prefetch`` times them without and with software prefetch of the inputs
 (``cpu.PREFETCH_MIN_BYTES``), on the four shapes and two more that are
-prefetched; the other shapes show what the choice costs where it says no.
+prefetched. Where the kernels do not prefetch (the other shapes, and every
+shape on two threads) both columns run the same code: the noise of the run.
 
 Targets (issue): Numba forward+backward ≥ 1.2x faster than PyTorch at
 (4096, 1024), ≥ 4x at (32768, 256), ≥ 3x at (64, 128); forward ≥ 60 % and
@@ -170,7 +171,8 @@ def cpu_tables(threads, torch):
     print_targets(label, results, copy_bw, triad_bw)
 
 
-# Shapes whose inputs the kernels prefetch (cpu._prefetch_rows), besides (32768, 256)
+# Shapes whose inputs the kernels prefetch on one thread (cpu._prefetch_rows),
+# besides (32768, 256); at (16384, 512) only the forward's
 PREFETCHED_SHAPES = [(65536, 128), (16384, 512)]
 
 
