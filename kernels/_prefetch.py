@@ -14,13 +14,16 @@ loads into the L2 cache (``prefetcht1`` on x86), not L1: the row is needed
 several rows later, and L1 is kept for the rows being worked on.
 
 Numba's on-disk cache checks only the source file of the function it caches
-(``cpu.py``), not this one: after editing this file, touch ``cpu.py``.
+(``cpu.py``), not this one: after editing this file, touch ``cpu.py``. The
+address of an element is computed as for the streaming stores (``_streaming_stores``).
 """
 from __future__ import annotations
 
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
+
+from ._streaming_stores import element_pointer, is_element_of_2d_array
 
 CACHE_LINE = 64                 # bytes
 
@@ -32,16 +35,13 @@ _DATA = 1                       # ... of data, not instructions
 @intrinsic
 def prefetch(typingctx, array, row, column):
     """Start loading the cache line that holds ``array[row, column]`` (2-D, C order)."""
-    if not (isinstance(array, types.Array) and array.ndim == 2 and array.layout == "C"
-            and isinstance(row, types.Integer) and isinstance(column, types.Integer)):
+    if not is_element_of_2d_array(array, row, column):
         return None                     # no match: Numba reports a typing error
 
     def codegen(context, builder, signature, args):
         array_value, row_index, column_index = args
-        data = context.make_array(array)(context, builder, array_value)
-        columns = builder.extract_value(data.shape, 1)
-        index = builder.add(builder.mul(row_index, columns), column_index)
-        address = builder.bitcast(builder.gep(data.data, [index]), ir.IntType(8).as_pointer())
+        pointer = element_pointer(context, builder, array, array_value, row_index, column_index)
+        address = builder.bitcast(pointer, ir.IntType(8).as_pointer())
         i32 = ir.IntType(32)
         llvm_prefetch = builder.module.declare_intrinsic(
             "llvm.prefetch", [address.type],

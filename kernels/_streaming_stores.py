@@ -46,20 +46,33 @@ def rows_are_aligned(a) -> bool:
     return a.ctypes.data % ALIGNMENT == 0 and row_bytes % ALIGNMENT == 0
 
 
+def is_element_of_2d_array(array, row, column) -> bool:
+    """Whether Numba types ``array, row, column`` name an element of a 2-D
+    C-contiguous array (for this module's intrinsics and _prefetch's)."""
+    return (isinstance(array, types.Array) and array.ndim == 2 and array.layout == "C"
+            and isinstance(row, types.Integer) and isinstance(column, types.Integer))
+
+
+def element_pointer(context, builder, array_type, array_value, row, column):
+    """The LLVM pointer to ``array[row, column]`` of a 2-D C-contiguous array;
+    the indices are not checked."""
+    data = context.make_array(array_type)(context, builder, array_value)
+    columns = builder.extract_value(data.shape, 1)
+    index = builder.add(builder.mul(row, columns), column)
+    return builder.gep(data.data, [index], inbounds=True)
+
+
 @intrinsic
 def store_streaming(typingctx, array, row, column, value):
     """``array[row, column] = value`` as a streaming store, for a 2-D
     C-contiguous array with aligned rows; the indices are not checked."""
-    if not (isinstance(array, types.Array) and array.ndim == 2 and array.layout == "C"
-            and isinstance(row, types.Integer) and isinstance(column, types.Integer)):
+    if not is_element_of_2d_array(array, row, column):
         return None                     # no match: Numba reports a typing error
 
     def codegen(context, builder, signature, args):
         array_value, row_index, column_index, element = args
-        data = context.make_array(array)(context, builder, array_value)
-        columns = builder.extract_value(data.shape, 1)
-        index = builder.add(builder.mul(row_index, columns), column_index)
-        store = builder.store(element, builder.gep(data.data, [index], inbounds=True))
+        pointer = element_pointer(context, builder, array, array_value, row_index, column_index)
+        store = builder.store(element, pointer)
         store.align = ALIGNMENT
         store.set_metadata("nontemporal",
                            builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))

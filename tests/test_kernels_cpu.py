@@ -158,6 +158,13 @@ def run_drivers(x, gain, bias, dy, parallel, streaming, ahead_rows=0):
     return y, statistics, dx, gain_grads
 
 
+def assert_same_bits(expected, actual):
+    """Two run_drivers results are the same bits, and every y and dx was written."""
+    assert np.all(np.isfinite(expected[0])) and np.all(np.isfinite(expected[2]))
+    for a, b in zip(expected, actual):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
 @pytest.mark.parametrize("dtype, shape", [
     (np.float32, (1100, 256)), (np.float64, (40, 4096)),
@@ -168,9 +175,7 @@ def test_streaming_stores_write_the_same_bits_as_ordinary_ones(dtype, shape, par
     x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset=3.0)
     ordinary = run_drivers(x, gain, bias, dy, parallel, streaming=False)
     streamed = run_drivers(x, gain, bias, dy, parallel, streaming=True)
-    assert np.all(np.isfinite(ordinary[0])) and np.all(np.isfinite(ordinary[2]))
-    for a, b in zip(ordinary, streamed):
-        np.testing.assert_array_equal(a, b)
+    assert_same_bits(ordinary, streamed)
 
 
 def test_only_large_outputs_with_aligned_rows_are_streamed(monkeypatch):
@@ -200,9 +205,7 @@ def test_prefetch_changes_no_bit(dtype, shape, ahead_rows, parallel):
     plain = run_drivers(x, gain, bias, dy, parallel, streaming=False)
     prefetched = run_drivers(x, gain, bias, dy, parallel, streaming=False,
                              ahead_rows=ahead_rows)
-    assert np.all(np.isfinite(prefetched[0])) and np.all(np.isfinite(prefetched[2]))
-    for a, b in zip(plain, prefetched):
-        np.testing.assert_array_equal(a, b)
+    assert_same_bits(prefetched, plain)
 
 
 def test_only_large_inputs_with_short_rows_are_prefetched_on_one_thread(monkeypatch):

@@ -16,8 +16,9 @@ stand-in device answers with ``--cc``.
 ``--save-ptx DIR`` writes each kernel's PTX there, and ``--compare BEFORE
 AFTER`` compares two such folders kernel by kernel: the same instructions in
 the same order; the same number of each kind of instruction, in another order
-or on other registers; or which kinds' counts differ. That tells, without a GPU, whether a change to the kernels'
-source changes the arithmetic the GPU does.
+or on other registers; or which kinds' counts differ. That tells, without a
+GPU, whether a change to the kernels' source changes the arithmetic the GPU
+does.
 """
 from __future__ import annotations
 
