@@ -27,6 +27,8 @@ FORWARD_VARIANTS = {
     "warps_per_block=2": dict(warps_per_block=2),
     "warps_per_block=8": dict(warps_per_block=8),
     "streamed (forward_held=1)": dict(forward_held=1),
+    "vector_access": dict(vector_access=True),
+    "vector_access, forward_held=16": dict(vector_access=True, forward_held=16),
 }
 BACKWARD_VARIANTS = {
     "backward_held=8": dict(backward_held=8),
@@ -37,6 +39,9 @@ BACKWARD_VARIANTS = {
     "min_backward_teams=132": dict(min_backward_teams=132),
     "sum_columns=8": dict(sum_columns=8),
     "streamed (backward_held=1)": dict(backward_held=1),
+    "vector_access": dict(vector_access=True),
+    "vector_access, backward_held=8": dict(vector_access=True, backward_held=8),
+    "vector_access, backward_held=32": dict(vector_access=True, backward_held=32),
 }
 
 

@@ -2,7 +2,8 @@
 
 A :class:`Launch` says, for a row length H, which *team* of threads takes a
 row (a warp, or a block), how many of the row's elements each thread holds in
-registers, and the grid of each kernel. The defaults (``GPU_LAUNCH``) were
+registers (and whether it loads and stores them 16 bytes at a time,
+``_cuda_vectors``), and the grid of each kernel. The defaults (``GPU_LAUNCH``) were
 chosen on an H200 with ``benchmarks/gpu_launch_sweep.py``; ``SIMULATOR_LAUNCH``
 keeps the simulator's launches small. See docs/kernels.md.
 """
@@ -46,6 +47,7 @@ class Launch:
     backward_held: int = 16             # backward: elements held per thread, at most,
     backward_partial_elements: int = 1 << 19   # ... about teams·2H partial sums,
     min_backward_teams: int = 264              # ... but at least this many teams
+    vector_access: bool = False         # held rows: 16-byte loads and stores where aligned
     backward_threads: int = 256         # streaming backward: threads per block,
     tile_warp_max_h: int = 1024         # ... rows up to this long summed by warps,
     tile_elements: int = 1 << 14        # ... about this many elements per block,

@@ -18,6 +18,10 @@ backward (two launches): each team takes every teams-th row, holds x̂ and dy,
 writes dx, and adds dy·x̂ and dy into its own columns' dgain/dbias sums, kept in
 registers across its rows; a second kernel adds the teams' sums column by
 column, in team order. No floating-point atomics: the results are deterministic.
+With ``Launch.vector_access`` a thread holds its elements in runs of adjacent
+columns and loads and stores each run in one 16-byte access (``_cuda_vectors``)
+where every array's rows start on a 16-byte boundary; otherwise one element per
+access. Off by default until a GPU run shows it faster.
 
 **Longer rows are streamed**: a block per row re-reads it through the caches
 for each pass (forward), or takes a tile of rows and walks down its columns
@@ -42,6 +46,7 @@ from tinynet.backend import get_array_module
 
 from ._arguments import backward_arguments, forward_arguments
 from ._cuda_launch import GPU_LAUNCH, MAX_TILE_ROWS, MAX_WARPS, SIMULATOR_LAUNCH, WARP, Launch
+from ._cuda_vectors import load_lanes, store_lanes, vector_lanes
 
 __all__ = ["layer_norm_forward", "layer_norm_backward"]
 
@@ -184,26 +189,42 @@ def _input_gradient(g, x_hat, scale, mean_g, mean_g_xhat):
 # ----------------------------------------------------------------------------
 
 @cuda.jit(device=True)
-def _clamped(a, row, j):
-    """a[row, j], or for j past the end of the row its last element.
+def _run_start(first, k, stride, lanes):
+    """The first column of the run of ``lanes`` held elements that starts at
+    held element k of the thread whose first column is ``first``.
+
+    A thread holds its ``held`` elements in runs of ``lanes`` adjacent columns,
+    one memory access per run (_cuda_vectors); the team's threads take turns
+    run by run: with lanes = 1, the thread holds columns first + k·stride.
+    """
+    return (first + (k // lanes) * stride) * lanes
+
+
+@cuda.jit(device=True)
+def _load_clamped_run(a, row, j, into, k, lanes):
+    """into[k:k + lanes] = the run of row ``row`` of ``a`` from column j, or for
+    a run past the end of the row the row's last run.
 
     Held rows are loaded through this, unconditionally, and the elements past
     the end are then zeroed or left out of the sums by a select. A load
     inside an ``if`` would sit behind a branch; loads without one are issued
     back to back, so that their latencies overlap.
     """
-    return a[row, min(j, a.shape[1] - 1)]
+    H = a.shape[a.ndim - 1]
+    load_lanes(a, row * H + min(j, H - lanes), into, k, lanes)
 
 
 @functools.lru_cache(maxsize=None)
-def _held_forward(held):
-    """The forward kernel for teams whose threads hold ``held`` elements of a row.
+def _held_forward(held, lanes=1):
+    """The forward kernel for teams whose threads hold ``held`` elements of a
+    row, in runs of ``lanes`` adjacent columns (_run_start).
 
     Shifted two-pass, as the reference, over the row held in registers: d =
     x − x₀ in x's dtype, float64 sums, μ − x₀ = mean(d), σ² = mean((d −
     mean(d))²) + eps; then y = gain · (d − (μ − x₀))/σ + bias (paper, Eq. 4).
-    ``held`` is a compile-time constant, so the loops over it unroll and the
-    held elements live in registers: every load of the row is issued at once.
+    ``held`` and ``lanes`` are compile-time constants, so the loops over them
+    unroll and the held elements live in registers: every load of the row is
+    issued at once.
     """
     @cuda.jit
     def forward(x, gain, bias, eps, whole_block, y, mean, rstd):
@@ -216,22 +237,31 @@ def _held_forward(held):
             shift = x[row, 0]
             zero = x.dtype.type(0)
             total = float64(0.0)
-            for k in range(held):
-                j = first + k * stride
-                value = _clamped(x, row, j) - shift
-                d[k] = value if j < H else zero
-                total += d[k]
+            for k in range(0, held, lanes):
+                j = _run_start(first, k, stride, lanes)
+                _load_clamped_run(x, row, j, d, k, lanes)
+                for v in range(lanes):
+                    d[k + v] = d[k + v] - shift if j < H else zero
+                    total += d[k + v]
             shifted_mean = _statistics(total, H, whole_block, warp_sums)
             squares = float64(0.0)
-            for k in range(held):
-                centered = d[k] - shifted_mean
-                squares += centered * centered if first + k * stride < H else 0.0
+            for k in range(0, held, lanes):
+                for v in range(lanes):
+                    centered = d[k + v] - shifted_mean
+                    squares += centered * centered if _run_start(first, k, stride,
+                                                                 lanes) < H else 0.0
             row_rstd = _rstd(squares, H, eps, whole_block, warp_sums)
             offset, scale = x.dtype.type(shifted_mean), x.dtype.type(row_rstd)
-            for k in range(held):
-                j = first + k * stride
+            gains = cuda.local.array(lanes, x.dtype)
+            biases = cuda.local.array(lanes, x.dtype)
+            for k in range(0, held, lanes):
+                j = _run_start(first, k, stride, lanes)
                 if j < H:
-                    y[row, j] = _output(d[k], offset, scale, gain[j], bias[j])
+                    load_lanes(gain, j, gains, 0, lanes)
+                    load_lanes(bias, j, biases, 0, lanes)
+                    for v in range(lanes):
+                        d[k + v] = _output(d[k + v], offset, scale, gains[v], biases[v])
+                    store_lanes(y, row * H + j, d, k, lanes)
             if first == 0:
                 mean[row] = shift + shifted_mean
                 rstd[row] = row_rstd
@@ -239,8 +269,9 @@ def _held_forward(held):
 
 
 @functools.lru_cache(maxsize=None)
-def _held_backward(held):
-    """The backward kernel for teams whose threads hold ``held`` elements of a row.
+def _held_backward(held, lanes=1):
+    """The backward kernel for teams whose threads hold ``held`` elements of a
+    row, in runs of ``lanes`` adjacent columns (_run_start).
 
     Team t takes rows t, t + teams, ... For each it holds x̂ and dy, sums
     g = dy·gain and g·x̂ over the row, writes dx = (g − mean(g) − x̂·mean(g·x̂))/σ
@@ -261,40 +292,46 @@ def _held_backward(held):
         dys = cuda.local.array(held, x.dtype)
         dgain_sums = cuda.local.array(held, x.dtype)
         dbias_sums = cuda.local.array(held, x.dtype)
+        dxs = cuda.local.array(lanes, x.dtype)
         zero = as_dtype(0)
-        for k in range(held):
-            j = first + k * stride
-            value = gain[min(j, H - 1)]
-            gains[k] = value if j < H else zero
-            dgain_sums[k] = zero
-            dbias_sums[k] = zero
+        for k in range(0, held, lanes):
+            j = _run_start(first, k, stride, lanes)
+            _load_clamped_run(gain, 0, j, gains, k, lanes)
+            for v in range(lanes):
+                gains[k + v] = gains[k + v] if j < H else zero
+                dgain_sums[k + v] = zero
+                dbias_sums[k + v] = zero
         for row in range(my_team, rows, teams):    # the same rows for the whole team
             shift = x[row, 0]
             offset, scale = as_dtype(mean[row] - shift), as_dtype(rstd[row])
             sum_g = float64(0.0)
             sum_g_xhat = float64(0.0)
-            for k in range(held):      # past the end: dy = gain = 0, so g = 0
-                j = first + k * stride
-                value = _clamped(dy, row, j)
-                dys[k] = value if j < H else zero
-                x_hat[k] = _x_hat(_clamped(x, row, j) - shift, offset, scale)
-                g = _product(dys[k], gains[k])
-                sum_g += g
-                sum_g_xhat += g * x_hat[k]
+            for k in range(0, held, lanes):   # past the end: dy = gain = 0, so g = 0
+                j = _run_start(first, k, stride, lanes)
+                _load_clamped_run(dy, row, j, dys, k, lanes)
+                _load_clamped_run(x, row, j, x_hat, k, lanes)
+                for v in range(lanes):
+                    dys[k + v] = dys[k + v] if j < H else zero
+                    x_hat[k + v] = _x_hat(x_hat[k + v] - shift, offset, scale)
+                    g = _product(dys[k + v], gains[k + v])
+                    sum_g += g
+                    sum_g_xhat += g * x_hat[k + v]
             mean_g = as_dtype(_team_sum(sum_g, whole_block, warp_sums) / H)
             mean_g_xhat = as_dtype(_team_sum(sum_g_xhat, whole_block, warp_sums) / H)
-            for k in range(held):
-                j = first + k * stride
-                g = _product(dys[k], gains[k])
+            for k in range(0, held, lanes):
+                for v in range(lanes):
+                    g = _product(dys[k + v], gains[k + v])
+                    dxs[v] = _input_gradient(g, x_hat[k + v], scale, mean_g, mean_g_xhat)
+                    dgain_sums[k + v] += dys[k + v] * x_hat[k + v]
+                    dbias_sums[k + v] += dys[k + v]
+                j = _run_start(first, k, stride, lanes)
                 if j < H:
-                    dx[row, j] = _input_gradient(g, x_hat[k], scale, mean_g, mean_g_xhat)
-                dgain_sums[k] += dys[k] * x_hat[k]
-                dbias_sums[k] += dys[k]
-        for k in range(held):          # a team without rows writes zeros
-            j = first + k * stride
+                    store_lanes(dx, row * H + j, dxs, 0, lanes)
+        for k in range(0, held, lanes):    # a team without rows writes zeros
+            j = _run_start(first, k, stride, lanes)
             if j < H:
-                partial_sums[my_team, j] = dgain_sums[k]
-                partial_sums[my_team, H + j] = dbias_sums[k]
+                store_lanes(partial_sums, my_team * 2 * H + j, dgain_sums, k, lanes)
+                store_lanes(partial_sums, my_team * 2 * H + H + j, dbias_sums, k, lanes)
     return backward
 
 
@@ -436,6 +473,14 @@ def _launch(kernel, blocks, threads, *args):
     kernel[blocks, threads, stream](*views)
 
 
+def _lanes(launch: Launch, plan, *arrays) -> int:
+    """Elements per memory access in a held-row kernel: a vector's worth
+    (_cuda_vectors) where ``launch.vector_access`` asks for it, each thread
+    holds at least that many, and the arrays allow it; else 1."""
+    lanes = vector_lanes(*arrays) if launch.vector_access else 1
+    return lanes if plan.held >= lanes else 1
+
+
 def _forward(x, gain, bias, eps, launch: Launch):
     x, gain, bias = forward_arguments(x, gain, bias)
     xp = get_array_module(x)
@@ -449,7 +494,8 @@ def _forward(x, gain, bias, eps, launch: Launch):
     if plan.held == 0:
         _launch(_streamed_forward, blocks, threads, x, gain, bias, float(eps), y, mean, rstd)
     else:
-        _launch(_held_forward(plan.held), blocks, threads, x, gain, bias, float(eps),
+        lanes = _lanes(launch, plan, x, gain, bias, y)
+        _launch(_held_forward(plan.held, lanes), blocks, threads, x, gain, bias, float(eps),
                 plan.team == "block", y, mean, rstd)
     return y, mean, rstd
 
@@ -467,7 +513,8 @@ def _backward(dy, x, mean, rstd, gain, launch: Launch):
             _launch(_streamed_backward, blocks, threads, dy, x, mean, rstd, gain,
                     launch.tile_rows(H), H <= launch.tile_warp_max_h, dx, partial_sums)
         else:
-            _launch(_held_backward(plan.held), blocks, threads, dy, x, mean, rstd, gain,
+            lanes = _lanes(launch, plan, dy, x, gain, dx, partial_sums)
+            _launch(_held_backward(plan.held, lanes), blocks, threads, dy, x, mean, rstd, gain,
                     plan.team == "block", dx, partial_sums)
         _launch(_sum_partials, launch.sum_blocks(H), (launch.sum_columns, launch.sum_lanes),
                 partial_sums, dgain, dbias)

@@ -39,12 +39,16 @@ if SIMULATED:
     _cuda_sim_shuffle.install()
 if SIMULATED or ON_GPU:
     from tinynet.kernels import cuda as kernels
+    from tinynet.kernels._cuda_vectors import address
 
     LAUNCH = kernels.default_launch()
     # Short rows through the other paths: a block team holding them, and streamed.
     BLOCK_TEAMS = dataclasses.replace(LAUNCH, warp_row_max_h=16, max_block_threads=64)
     STREAMED = dataclasses.replace(BLOCK_TEAMS, forward_held=1, backward_held=1)
-    LAUNCHES = {"default": LAUNCH, "block": BLOCK_TEAMS, "streamed": STREAMED}
+    LAUNCHES = {"default": LAUNCH, "block": BLOCK_TEAMS, "streamed": STREAMED,
+                # held rows loaded and stored 16 bytes at a time, where aligned
+                "vector": dataclasses.replace(LAUNCH, vector_access=True),
+                "vector block": dataclasses.replace(BLOCK_TEAMS, vector_access=True)}
 
 
 def paths_of(launch, H):
@@ -135,7 +139,84 @@ def test_without_gain_or_bias_and_non_contiguous():
     assert_matches_reference(x[:, ::2], gain[::2], None, dy[:, ::2], LAUNCH, RTOL[np.float64])
 
 
-@pytest.mark.parametrize("launch_name", ["default", "block", "streamed"])
+def lanes_of(launch, x, gain, bias):
+    """The elements per memory access of the forward's and the backward's held
+    kernels for these arrays (the outputs are fresh, hence aligned)."""
+    H = x.shape[1]
+    return (kernels._lanes(launch, launch.forward_plan(H), x, gain, bias, x),
+            kernels._lanes(launch, launch.backward_plan(H), x, gain, x))
+
+
+# (shape, dtype, offset, launch, lanes): held rows in runs of 4 float32 or 2
+# float64 columns, as warps and as blocks; and rows that fall back to one
+# element per access: H not a multiple of 4, or fewer than 4 elements per thread.
+SIMULATED_VECTOR_CASES = [
+    ((5, 100), np.float32, 1e3, "vector", 4),
+    ((3, 66), np.float64, 0.0, "vector", 2),
+    ((3, 100), np.float32, 1e3, "vector block", 4),
+    ((2, 33), np.float32, 0.0, "vector", 1),
+    ((2, 64), np.float32, 0.0, "vector", 1),
+]
+GPU_VECTOR_CASES = ([((3, H), np.float32, 1e3, "vector", None) for H in AWKWARD_H]
+                    + [((1000, 256), np.float32, 0.0, "vector", 4),
+                       ((4096, 1024), np.float32, 1e3, "vector", 4),
+                       ((64, 4096), np.float32, 0.0, "vector", 4),
+                       ((1000, 256), np.float64, 1e3, "vector", 2),
+                       ((5, 100), np.float32, 1e3, "vector block", 4)])
+
+
+@pytest.mark.parametrize("shape, dtype, offset, launch_name, lanes",
+                         GPU_VECTOR_CASES if ON_GPU else SIMULATED_VECTOR_CASES,
+                         ids=lambda v: str(v) if not isinstance(v, type) else v.__name__)
+def test_vector_access_matches_the_reference(shape, dtype, offset, launch_name, lanes):
+    launch = LAUNCHES[launch_name]
+    x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset)
+    if lanes is not None:
+        assert lanes_of(launch, *map(to_device, (x, gain, bias))) == (lanes, lanes)
+    assert_matches_reference(x, gain, bias, dy, launch, RTOL[dtype])
+
+
+def misaligned(a):
+    """A device copy of the float32 array ``a`` whose first element lies 4 bytes
+    past a 16-byte boundary, so that no vector access may touch it."""
+    xp = tinynet.backend.get_array_module(to_device(a))
+    larger = xp.empty(a.size + 3, np.float32)
+    start = next(i for i in range(4) if (address(larger) + 4 * i) % 16 == 4)
+    out = larger[start:start + a.size].reshape(a.shape)
+    out[...] = to_device(a)
+    return out
+
+
+def test_vector_access_falls_back_to_one_element_for_misaligned_arrays():
+    launch = LAUNCHES["vector"]
+    x, gain, bias, dy = layer_norm_inputs((3, 100), np.float32, 1e3)
+    assert lanes_of(launch, *map(to_device, (x, gain, bias))) == (4, 4)
+    # x, gain, bias misaligned in turn; the backward does not read bias
+    for i, lanes in enumerate([(1, 1), (1, 1), (1, 4)]):
+        arrays = [to_device(a) for a in (x, gain, bias)]
+        arrays[i] = misaligned((x, gain, bias)[i])
+        assert address(arrays[i]) % 16 == 4
+        assert lanes_of(launch, *arrays) == lanes
+    y, mean, rstd = kernels._forward(misaligned(x), to_device(gain), to_device(bias), EPS,
+                                     launch)
+    assert_close(to_host(y), reference.layer_norm_forward(x, gain, bias, EPS)[0], RTOL[np.float32])
+
+
+@pytest.mark.skipif(not SIMULATED, reason="tests the simulator's stand-ins for the intrinsics")
+def test_simulated_vector_access_refuses_a_misaligned_start():
+    from tinynet.kernels._cuda_vectors import load_lanes, store_lanes
+    a, run = np.arange(12.0).reshape(2, 6), np.zeros(2)
+    load_lanes(a, 6, run, 0, 2)                    # row 1, columns 0 and 1
+    np.testing.assert_array_equal(run, [6.0, 7.0])
+    store_lanes(a, 4, run, 0, 2)                   # row 0, columns 4 and 5
+    np.testing.assert_array_equal(a[0, 4:], [6.0, 7.0])
+    with pytest.raises(ValueError, match="must start at a multiple of 2; got element 3"):
+        load_lanes(a, 3, run, 0, 2)
+    with pytest.raises(ValueError, match="must start at a multiple of 2"):
+        store_lanes(a, 5, run, 0, 2)
+
+
+@pytest.mark.parametrize("launch_name", ["default", "block", "streamed", "vector"])
 def test_constant_row_and_nan(launch_name):
     launch = LAUNCHES[launch_name]
     x, gain, bias, dy = layer_norm_inputs((3, 40), np.float32)

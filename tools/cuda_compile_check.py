@@ -40,15 +40,22 @@ def kernels_and_signatures():
     from numba import types as t
 
     from tinynet.kernels import cuda as k
+    from tinynet.kernels._cuda_vectors import VECTOR_BYTES
     found = []
     for dtype in (t.float32, t.float64):
         matrix, vector = t.Array(dtype, 2, "C"), t.Array(dtype, 1, "C")
         statistics = t.Array(t.float64, 1, "C")
         forward = (matrix, vector, vector, t.float64, t.boolean, matrix, statistics, statistics)
         backward = (matrix, matrix, statistics, statistics, vector, t.boolean, matrix, matrix)
+        lanes = VECTOR_BYTES * 8 // dtype.bitwidth      # elements per 16-byte access
         for held in (1, 2, 4, 8, 16, 32):
             found.append((f"{dtype} _held_forward({held})", k._held_forward(held), forward))
             found.append((f"{dtype} _held_backward({held})", k._held_backward(held), backward))
+            if held >= lanes:      # the vector-access variants (Launch.vector_access)
+                found.append((f"{dtype} _held_forward({held}, {lanes})",
+                              k._held_forward(held, lanes), forward))
+                found.append((f"{dtype} _held_backward({held}, {lanes})",
+                              k._held_backward(held, lanes), backward))
         found.append((f"{dtype} _streamed_forward", k._streamed_forward,
                       (matrix, vector, vector, t.float64, matrix, statistics, statistics)))
         found.append((f"{dtype} _streamed_backward", k._streamed_backward,
