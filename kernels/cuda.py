@@ -202,8 +202,8 @@ def _run_start(first, k, stride, lanes):
 
 @cuda.jit(device=True)
 def _load_clamped_run(a, row, j, into, k, lanes):
-    """into[k:k + lanes] = the run of row ``row`` of ``a`` from column j, or for
-    a run past the end of the row the row's last run.
+    """into[k:k + lanes] = the run of row ``row`` of ``a`` (row 0 of a 1-D
+    array) from column j, or for a run past the end of the row its last run.
 
     Held rows are loaded through this, unconditionally, and the elements past
     the end are then zeroed or left out of the sums by a select. A load
@@ -246,10 +246,10 @@ def _held_forward(held, lanes=1):
             shifted_mean = _statistics(total, H, whole_block, warp_sums)
             squares = float64(0.0)
             for k in range(0, held, lanes):
+                inside = _run_start(first, k, stride, lanes) < H
                 for v in range(lanes):
                     centered = d[k + v] - shifted_mean
-                    squares += centered * centered if _run_start(first, k, stride,
-                                                                 lanes) < H else 0.0
+                    squares += centered * centered if inside else 0.0
             row_rstd = _rstd(squares, H, eps, whole_block, warp_sums)
             offset, scale = x.dtype.type(shifted_mean), x.dtype.type(row_rstd)
             gains = cuda.local.array(lanes, x.dtype)
