@@ -54,7 +54,7 @@ timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider --rootdir "$repo" \
     | tee "$work/tests.log" || status=$?
 tests=$(grep -E "passed|failed|error|skipped" "$work/tests.log" | tail -1 || true)
 
-timeout 120 "$PYTHON" "$repo/benchmarks/layernorm.py" --gpu-only || status=$?
+timeout 150 "$PYTHON" "$repo/benchmarks/layernorm.py" --gpu-only || status=$?
 if (( sweep )); then
     timeout 120 "$PYTHON" "$repo/benchmarks/gpu_launch_sweep.py" || status=$?
 fi
