@@ -34,10 +34,10 @@ def address(a) -> int:
 
 
 def vector_lanes(*arrays) -> int:
-    """Elements per vector access for C-contiguous ``arrays`` of one dtype
-    whose rows are accessed from a multiple of the result on: VECTOR_BYTES'
-    worth if every array starts on a VECTOR_BYTES boundary and its rows
-    (last axis) hold a whole number of vectors, else 1."""
+    """Elements per vector access for C-contiguous ``arrays`` of one dtype,
+    read and written in runs that start at multiples of it within each row:
+    VECTOR_BYTES' worth if every array starts on a VECTOR_BYTES boundary and
+    its rows (last axis) hold a whole number of vectors, else 1."""
     itemsize = arrays[0].dtype.itemsize
     lanes = VECTOR_BYTES // itemsize
     for a in arrays:
