@@ -29,11 +29,10 @@ docs/kernels.md explains the choices.
 """
 from __future__ import annotations
 
-import functools
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
 
 from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
 from ._noalias import NOALIAS
@@ -214,6 +213,53 @@ def _flush(recent, total):
 # Chunks of rows, serial or parallel
 # ----------------------------------------------------------------------------
 
+# The drivers (the entry points called from Python) are compiled ahead, for
+# exactly the argument types they take: C-contiguous arrays of float32 or of
+# float64, the statistics in float64. Inputs are typed read-only, so that
+# read-only arrays are taken too (Numba types them apart; a writable array
+# converts). Numba's dispatcher turns away anything else with a TypeError
+# before a driver starts, so it is the type check of _run.
+def _signatures(arrays, plan=()):
+    """One Numba signature per float dtype: boolean(*arrays(dtype), *plan)."""
+    return [types.boolean(*arrays(dtype), *plan) for dtype in (types.float32, types.float64)]
+
+
+def _input(dtype, ndim):
+    return types.Array(dtype, ndim, "C", readonly=True)
+
+
+def _output(dtype, ndim):
+    return types.Array(dtype, ndim, "C")
+
+
+def _forward_types(dtype):
+    """x, gain, bias, eps, y, mean, rstd."""
+    return (_input(dtype, 2), _input(dtype, 1), _input(dtype, 1), types.float64,
+            _output(dtype, 2), _output(types.float64, 1), _output(types.float64, 1))
+
+
+def _backward_types(dtype):
+    """dy, x, mean, rstd, gain, dx, gain_grads."""
+    return (_input(dtype, 2), _input(dtype, 2), _input(types.float64, 1),
+            _input(types.float64, 1), _input(dtype, 1), _output(dtype, 2), _output(dtype, 2))
+
+
+# The parallel drivers' further arguments: streaming (bool) and ahead_rows (int).
+_PLAN = (types.boolean, types.intp)
+
+
+@njit(**_EXACT)
+def chunk_count(rows, H):
+    """How many chunks the rows are cut into (dgain and dbias are summed per chunk).
+
+    A function of the shape alone, so that the result is bitwise the same for
+    any number of threads.
+    """
+    by_work = rows * H // CHUNK_MIN_ELEMENTS
+    by_memory = PARTIALS_MAX_ELEMENTS // H
+    return max(1, min(rows, MAX_CHUNKS, by_work, by_memory))
+
+
 @njit(**_EXACT)
 def _chunk_rows(chunk, chunks, rows):
     return chunk * rows // chunks, (chunk + 1) * rows // chunks
@@ -242,16 +288,36 @@ def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming, 
         store_fence()
 
 
-@njit(**_ENTRY)
-def _forward_serial(chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows):
+@njit(**_EXACT)
+def _forward_shapes_fit(x, gain, bias, y, mean, rstd):
+    rows, H = x.shape
+    return (H > 0 and gain.shape[0] == H and bias.shape[0] == H and y.shape == x.shape
+            and mean.shape[0] == rows and rstd.shape[0] == rows)
+
+
+@njit(_signatures(_forward_types), **_ENTRY)
+def _forward_serial(x, gain, bias, eps, y, mean, rstd):
+    """The forward of an input too small to share out (_use_parallel), and so
+    also too small to stream or prefetch. False, and nothing done, if the
+    arrays' shapes don't fit together."""
+    if not _forward_shapes_fit(x, gain, bias, y, mean, rstd):
+        return False
+    chunks = chunk_count(*x.shape)
     for chunk in range(chunks):
-        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows)
+        _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, False, 0)
+    return True
 
 
-@njit(parallel=True, **_ENTRY)
-def _forward_parallel(chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows):
+@njit(_signatures(_forward_types, _PLAN), parallel=True, **_ENTRY)
+def _forward_parallel(x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows):
+    """The forward with chunks of rows on threads; as _forward_serial, and
+    ``streaming``, ``ahead_rows`` as in _forward_chunk."""
+    if not _forward_shapes_fit(x, gain, bias, y, mean, rstd):
+        return False
+    chunks = chunk_count(*x.shape)
     for chunk in prange(chunks):
         _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows)
+    return True
 
 
 @njit(**_EXACT)
@@ -290,20 +356,37 @@ def _add_chunks(parts, gain_grads):
     gain_grads[:] = total
 
 
-@njit(**_ENTRY)
-def _backward_serial(chunks, dy, x, mean, rstd, gain, dx, gain_grads, streaming, ahead_rows):
-    parts = np.zeros((chunks, 2, x.shape[1]))
-    for chunk in range(chunks):
-        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming, ahead_rows)
-    _add_chunks(parts, gain_grads)
+@njit(**_EXACT)
+def _backward_shapes_fit(dy, x, mean, rstd, gain, dx, gain_grads):
+    rows, H = x.shape
+    return (H > 0 and dy.shape == x.shape and mean.shape[0] == rows
+            and rstd.shape[0] == rows and gain.shape[0] == H and dx.shape == x.shape
+            and gain_grads.shape == (2, H))
 
 
-@njit(parallel=True, **_ENTRY)
-def _backward_parallel(chunks, dy, x, mean, rstd, gain, dx, gain_grads, streaming, ahead_rows):
-    parts = np.zeros((chunks, 2, x.shape[1]))
-    for chunk in prange(chunks):
+@njit(_signatures(_backward_types), **_ENTRY)
+def _backward_serial(dy, x, mean, rstd, gain, dx, gain_grads):
+    """The backward of a small input, as _forward_serial: False, and nothing
+    done, if the shapes don't fit."""
+    if not _backward_shapes_fit(dy, x, mean, rstd, gain, dx, gain_grads):
+        return False
+    parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
+    for chunk in range(parts.shape[0]):
+        _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, False, 0)
+    _add_chunks(parts, gain_grads)
+    return True
+
+
+@njit(_signatures(_backward_types, _PLAN), parallel=True, **_ENTRY)
+def _backward_parallel(dy, x, mean, rstd, gain, dx, gain_grads, streaming, ahead_rows):
+    """The backward with chunks of rows on threads, as _forward_parallel."""
+    if not _backward_shapes_fit(dy, x, mean, rstd, gain, dx, gain_grads):
+        return False
+    parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
+    for chunk in prange(parts.shape[0]):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, dx, parts, streaming, ahead_rows)
     _add_chunks(parts, gain_grads)
+    return True
 
 
 def _use_parallel(size: int) -> bool:
@@ -339,18 +422,6 @@ def _prefetch_rows(x, arrays: int) -> int:
     return max(1, PREFETCH_AHEAD_BYTES // row_bytes)
 
 
-@functools.lru_cache(maxsize=256)
-def chunk_count(rows: int, H: int) -> int:
-    """How many chunks the rows are cut into (dgain and dbias are summed per chunk).
-
-    A function of the shape alone, so that the result is bitwise the same for
-    any number of threads.
-    """
-    by_work = rows * H // CHUNK_MIN_ELEMENTS
-    by_memory = PARTIALS_MAX_ELEMENTS // H
-    return max(1, min(rows, MAX_CHUNKS, by_work, by_memory))
-
-
 # ----------------------------------------------------------------------------
 # Public kernels
 # ----------------------------------------------------------------------------
@@ -361,13 +432,13 @@ def layer_norm_forward(x, gain, bias, eps):
     ``gain``/``bias`` are (H,) arrays of x's dtype or None; a missing one acts
     as 1 (resp. 0), which is exact. ``mean`` and ``rstd`` are float64.
     """
-    x, gain, bias = forward_arguments(x, gain, bias)
-    rows, H = x.shape
-    y, mean, rstd = empty_like(x), np.empty(rows), np.empty(rows)
-    run = _forward_parallel if _use_parallel(x.size) else _forward_serial
-    run(chunk_count(rows, H), x, gain, bias, float(eps), y, mean, rstd, _streams(y),
-        _prefetch_rows(x, 1))
-    return y, mean, rstd
+    outputs = _forward(x, gain, bias, eps)
+    if outputs is None:
+        # Refused (_run): forward_arguments raises a ValueError that names the
+        # problem, or makes the arguments acceptable.
+        outputs = _forward(*forward_arguments(x, gain, bias), float(eps))
+        assert outputs is not None, "the forward refused checked arguments"
+    return outputs
 
 
 def layer_norm_backward(dy, x, mean, rstd, gain):
@@ -375,14 +446,61 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
 
     ``dgain`` and ``dbias`` have gain's dtype, and are None when gain is None.
     """
-    dy, x, mean, rstd, gain, affine = backward_arguments(dy, x, mean, rstd, gain)
-    rows, H = x.shape
-    dx, gain_grads = empty_like(x), np.empty((2, H), x.dtype)
-    run = _backward_parallel if _use_parallel(x.size) else _backward_serial
-    run(chunk_count(rows, H), dy, x, mean, rstd, gain, dx, gain_grads, _streams(dx),
-        _prefetch_rows(x, 2))
-    dgain, dbias = gain_grads[0], gain_grads[1]
-    return (dx, dgain, dbias) if affine else (dx, None, None)
+    gradients = _backward(dy, x, mean, rstd, gain)
+    if gradients is None:
+        dy, x, mean, rstd, checked_gain, affine = backward_arguments(dy, x, mean, rstd, gain)
+        gradients = _backward(dy, x, mean, rstd, checked_gain)
+        assert gradients is not None, "the backward refused checked arguments"
+        if not affine:
+            gradients = (gradients[0], None, None)
+    return gradients
+
+
+def _forward(x, gain, bias, eps):
+    """``(y, mean, rstd)`` from a driver, or None if it refused the arguments."""
+    if not _is_matrix(x) or gain is None or bias is None:
+        return None
+    rows = len(x)
+    y, mean, rstd = empty_like(x), np.empty(rows), np.empty(rows)
+    if _use_parallel(x.size):
+        ran = _run(_forward_parallel, x, gain, bias, eps, y, mean, rstd, _streams(y),
+                   _prefetch_rows(x, 1))
+    else:
+        ran = _run(_forward_serial, x, gain, bias, eps, y, mean, rstd)
+    return (y, mean, rstd) if ran else None
+
+
+def _backward(dy, x, mean, rstd, gain):
+    """``(dx, dgain, dbias)`` from a driver, or None if it refused the arguments."""
+    if not _is_matrix(x) or gain is None:
+        return None
+    dx, gain_grads = empty_like(x), np.empty((2, x.shape[1]), x.dtype)
+    if _use_parallel(x.size):
+        ran = _run(_backward_parallel, dy, x, mean, rstd, gain, dx, gain_grads, _streams(dx),
+                   _prefetch_rows(x, 2))
+    else:
+        ran = _run(_backward_serial, dy, x, mean, rstd, gain, dx, gain_grads)
+    return (dx, gain_grads[0], gain_grads[1]) if ran else None
+
+
+def _is_matrix(x) -> bool:
+    return type(x) is np.ndarray and x.ndim == 2
+
+
+def _run(driver, *arguments) -> bool:
+    """Run a driver on arguments nobody has checked; False if it refused them.
+
+    The drivers take only the types they were compiled for (_signatures), and
+    only arrays whose shapes fit together: anything else is refused before a
+    driver has written anything. Checking first, in Python, costs about as
+    much as the kernels' work on a small input (docs/kernels.md); a refusal
+    costs more (Numba's dispatcher takes some 100 µs to explain one), so
+    _forward and _backward check cheaply for the common ones (no gain or bias).
+    """
+    try:
+        return driver(*arguments)
+    except TypeError:
+        return False
 
 
 # ----------------------------------------------------------------------------

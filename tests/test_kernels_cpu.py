@@ -139,22 +139,21 @@ def test_serial_and_parallel_drivers_agree(shape, monkeypatch):
         assert_close(parallel, serial, 1e-6)
 
 
-def run_drivers(x, gain, bias, dy, parallel, streaming, ahead_rows=0):
-    """The forward and backward drivers run directly, on outputs lent by the
-    pool (aligned rows, if large enough, as streaming stores need) and first
-    filled with NaN, so that a missed element shows."""
+def run_drivers(x, gain, bias, dy, streaming, ahead_rows=0):
+    """The parallel forward and backward drivers (the serial ones neither stream
+    nor prefetch) run directly, on outputs lent by the pool (aligned rows, if
+    large enough, as streaming stores need) and first filled with NaN, so that
+    a missed element shows."""
     rows, H = x.shape
-    chunks = cpu.chunk_count(rows, H)
-    forward, backward = ((cpu._forward_parallel, cpu._backward_parallel) if parallel
-                         else (cpu._forward_serial, cpu._backward_serial))
     y, dx = _recycling.empty(x.shape, x.dtype), _recycling.empty(x.shape, x.dtype)
     assert not streaming or (rows_are_aligned(y) and rows_are_aligned(dx))
     y.fill(np.nan)
     dx.fill(np.nan)
     statistics, gain_grads = np.empty((2, rows)), np.empty((2, H), x.dtype)
-    forward(chunks, x, gain, bias, EPS, y, statistics[0], statistics[1], streaming, ahead_rows)
-    backward(chunks, dy, x, statistics[0], statistics[1], gain, dx, gain_grads, streaming,
-             ahead_rows)
+    assert cpu._forward_parallel(x, gain, bias, EPS, y, statistics[0], statistics[1],
+                                 streaming, ahead_rows)
+    assert cpu._backward_parallel(dy, x, statistics[0], statistics[1], gain, dx, gain_grads,
+                                  streaming, ahead_rows)
     return y, statistics, dx, gain_grads
 
 
@@ -165,16 +164,15 @@ def assert_same_bits(expected, actual):
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
 @pytest.mark.parametrize("dtype, shape", [
     (np.float32, (1100, 256)), (np.float64, (40, 4096)),
     # rows of 3 and 5 cache lines: the vector loop leaves a tail of each row
     (np.float32, (6000, 48)), (np.float64, (4000, 40)),
 ], ids=lambda v: np.dtype(v).name if isinstance(v, type) else str(v))
-def test_streaming_stores_write_the_same_bits_as_ordinary_ones(dtype, shape, parallel):
+def test_streaming_stores_write_the_same_bits_as_ordinary_ones(dtype, shape):
     x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset=3.0)
-    ordinary = run_drivers(x, gain, bias, dy, parallel, streaming=False)
-    streamed = run_drivers(x, gain, bias, dy, parallel, streaming=True)
+    ordinary = run_drivers(x, gain, bias, dy, streaming=False)
+    streamed = run_drivers(x, gain, bias, dy, streaming=True)
     assert_same_bits(ordinary, streamed)
 
 
@@ -187,24 +185,23 @@ def test_only_large_outputs_with_aligned_rows_are_streamed(monkeypatch):
     assert not cpu._streams(flat[1:].reshape(1024, 256))                  # starts 4 bytes in
 
 
-@pytest.mark.parametrize("shape", [(300, 256), (2000, 33), (5, 4096)], ids=str)
+@pytest.mark.parametrize("shape", [(300, 256), (2000, 33), (17, 4096)], ids=str)
 def test_kernels_with_streaming_stores_match_the_reference(shape, monkeypatch):
-    """With the threshold at 0, every output with aligned rows is streamed."""
+    """With the threshold at 0, every output of the parallel driver with aligned
+    rows is streamed."""
     monkeypatch.setattr(cpu, "STREAMING_MIN_BYTES", 0)
     x, gain, bias, dy = layer_norm_inputs(shape, np.float32, offset=3.0)
     assert_matches_reference(x, gain, bias, dy, RTOL[np.float32])
 
 
-@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
 @pytest.mark.parametrize("dtype, shape, ahead_rows", [
     (np.float32, (300, 256), 4), (np.float64, (70, 40), 25),
     (np.float32, (9, 1000), 1), (np.float32, (3, 16), 8),   # further ahead than the chunk
 ], ids=str)
-def test_prefetch_changes_no_bit(dtype, shape, ahead_rows, parallel):
+def test_prefetch_changes_no_bit(dtype, shape, ahead_rows):
     x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset=3.0)
-    plain = run_drivers(x, gain, bias, dy, parallel, streaming=False)
-    prefetched = run_drivers(x, gain, bias, dy, parallel, streaming=False,
-                             ahead_rows=ahead_rows)
+    plain = run_drivers(x, gain, bias, dy, streaming=False)
+    prefetched = run_drivers(x, gain, bias, dy, streaming=False, ahead_rows=ahead_rows)
     assert_same_bits(prefetched, plain)
 
 
@@ -330,6 +327,7 @@ def test_float32_rows_far_from_zero_match_float64():
     (lambda x, g: (x, g[:-1], g), r"gain must have shape \(5,\)"),
     (lambda x, g: (x, g, g.astype(np.float64)), "bias must have .*dtype float32"),
     (lambda x, g: (x[:, :0], None, None), "H ≥ 1"),
+    (lambda x, g: (x[:, :0], g[:0], g[:0]), "H ≥ 1"),
 ])
 def test_forward_rejects_bad_input(make, message):
     x, gain, _, _ = layer_norm_inputs((3, 5), np.float32)
@@ -348,6 +346,88 @@ def test_backward_rejects_bad_input():
         cpu.layer_norm_backward(dy, x, mean[:2], rstd, gain)
     with pytest.raises(ValueError, match="gain must have shape"):
         cpu.layer_norm_backward(dy, x, mean, rstd, gain[:3])
+
+
+def read_only(*arrays):
+    copies = [a.copy() for a in arrays]
+    for a in copies:
+        a.flags.writeable = False
+    return copies
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_read_only_inputs_are_taken_as_they_are(dtype):
+    """The drivers' signatures type inputs read-only, so that Numba takes
+    read-only arrays (and writable ones) without a refusal and a second try."""
+    x, gain, bias, dy = read_only(*layer_norm_inputs((4, 33), dtype, offset=3.0))
+    forward = cpu._forward(x, gain, bias, EPS)
+    assert forward is not None
+    _, mean, rstd = forward
+    backward = cpu._backward(dy, x, *read_only(mean, rstd), gain)
+    assert backward is not None
+    assert_matches_reference(x, gain, bias, dy, RTOL[dtype])
+
+
+def forward_driver_arguments(x, gain, bias):
+    """Arguments of the forward drivers, outputs filled with NaN."""
+    rows = x.shape[0]
+    return (x, gain, bias, EPS, np.full(x.shape, np.nan, x.dtype), np.full(rows, np.nan),
+            np.full(rows, np.nan))
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
+@pytest.mark.parametrize("misfit", ["gain", "bias", "y", "mean", "H = 0"])
+def test_the_forward_drivers_refuse_shapes_that_do_not_fit(misfit, parallel):
+    x, gain, bias, _ = layer_norm_inputs((4, 33), np.float32)
+    arguments = dict(zip(["x", "gain", "bias", "eps", "y", "mean", "rstd"],
+                         forward_driver_arguments(x, gain, bias)))
+    if misfit == "H = 0":
+        arguments.update(x=x[:, :0].copy(), gain=gain[:0], bias=bias[:0])
+    else:
+        arguments[misfit] = arguments[misfit][..., :-1].copy()
+    driver, plan = (cpu._forward_parallel, (False, 0)) if parallel else (cpu._forward_serial, ())
+    assert not driver(*arguments.values(), *plan)
+    assert np.all(np.isnan(arguments["mean"]))                # nothing was written
+    assert driver(*forward_driver_arguments(x, gain, bias), *plan)     # the test can fail
+
+
+@pytest.mark.parametrize("misfit", ["dy", "mean", "rstd", "gain", "dx", "gain_grads"])
+def test_the_backward_driver_refuses_shapes_that_do_not_fit(misfit):
+    x, gain, bias, dy = layer_norm_inputs((4, 33), np.float64)
+    _, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    arguments = dict(dy=dy, x=x, mean=mean, rstd=rstd, gain=gain,
+                     dx=np.full(x.shape, np.nan), gain_grads=np.full((2, 33), np.nan))
+    assert cpu._backward_serial(*arguments.values())                 # the test can fail
+    arguments["dx"][:] = np.nan
+    arguments[misfit] = arguments[misfit][..., :-1].copy()
+    assert not cpu._backward_serial(*arguments.values())
+    assert np.all(np.isnan(arguments["dx"])) or misfit == "dx"
+
+
+def test_the_drivers_refuse_types_they_were_not_compiled_for():
+    x, gain, bias, _ = layer_norm_inputs((4, 33), np.float32)
+    for bad in (dict(gain=gain.astype(np.float64)), dict(x=x.T.copy().T), dict(bias=None)):
+        arguments = dict(zip(["x", "gain", "bias", "eps", "y", "mean", "rstd"],
+                             forward_driver_arguments(x, gain, bias)), **bad)
+        with pytest.raises(TypeError, match="No matching definition"):
+            cpu._forward_serial(*arguments.values())
+
+
+def test_statistics_of_another_dtype_are_converted():
+    x, gain, bias, dy = layer_norm_inputs((4, 33), np.float32)
+    _, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    mean, rstd = mean.astype(np.float32), rstd.astype(np.float32)
+    converted = cpu.layer_norm_backward(dy, x, mean.astype(np.float64),
+                                        rstd.astype(np.float64), gain)
+    for a, b in zip(cpu.layer_norm_backward(dy, x, mean, rstd, gain), converted):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_serial_drivers_never_see_outputs_to_stream_or_inputs_to_prefetch():
+    """The serial drivers have no streaming stores and no prefetch: they only
+    ever get inputs below PARALLEL_MIN_ELEMENTS, of 8 bytes an element at most."""
+    largest = cpu.PARALLEL_MIN_ELEMENTS * 8
+    assert largest < cpu.STREAMING_MIN_BYTES and largest < cpu.PREFETCH_MIN_BYTES
 
 
 def adam_state(shape, dtype, seed=0):

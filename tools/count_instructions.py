@@ -48,19 +48,19 @@ def child(what: str, rows: int, H: int, calls: int, helper: str) -> None:
     gain, bias = (rng.standard_normal(H).astype(np.float32) for _ in range(2))
     y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, 1e-5)
     dx, gain_grads = empty_like(x), np.empty((2, H), np.float32)
-    chunks = cpu.chunk_count(rows, H)
-    # the drivers, the kind of stores and the prefetch that layer_norm_forward/backward pick
-    run, run_back = ((cpu._forward_parallel, cpu._backward_parallel) if cpu._use_parallel(x.size)
-                     else (cpu._forward_serial, cpu._backward_serial))
-    y_streams, dx_streams = cpu._streams(y), cpu._streams(dx)
-    ahead_rows, back_ahead_rows = cpu._prefetch_rows(x, 1), cpu._prefetch_rows(x, 2)
+    # the driver that layer_norm_forward/backward pick, with the plan they give it
+    forward, backward = (cpu._forward_serial, cpu._backward_serial)
+    plan = back_plan = ()
+    if cpu._use_parallel(x.size):
+        forward, backward = (cpu._forward_parallel, cpu._backward_parallel)
+        plan = (cpu._streams(y), cpu._prefetch_rows(x, 1))
+        back_plan = (cpu._streams(dx), cpu._prefetch_rows(x, 2))
     call = {
         "forward": lambda: cpu.layer_norm_forward(x, gain, bias, 1e-5),
         "backward": lambda: cpu.layer_norm_backward(dy, x, mean, rstd, gain),
-        "forward driver": lambda: run(chunks, x, gain, bias, 1e-5, y, mean, rstd, y_streams,
-                                      ahead_rows),
-        "backward driver": lambda: run_back(chunks, dy, x, mean, rstd, gain, dx, gain_grads,
-                                            dx_streams, back_ahead_rows),
+        "forward driver": lambda: forward(x, gain, bias, 1e-5, y, mean, rstd, *plan),
+        "backward driver": lambda: backward(dy, x, mean, rstd, gain, dx, gain_grads,
+                                            *back_plan),
     }[what]
     call()                                          # compile or load, warm up
     counter = ctypes.CDLL(helper)
