@@ -460,7 +460,7 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
 
 def _forward(x, gain, bias, eps):
     """``(y, mean, rstd)`` from a driver, or None if it refused the arguments."""
-    if not _is_matrix(x) or gain is None or bias is None:
+    if not _is_c_matrix(x) or gain is None or bias is None:
         return None
     rows = len(x)
     y, mean, rstd = empty_like(x), np.empty(rows), np.empty(rows)
@@ -474,7 +474,7 @@ def _forward(x, gain, bias, eps):
 
 def _backward(dy, x, mean, rstd, gain):
     """``(dx, dgain, dbias)`` from a driver, or None if it refused the arguments."""
-    if not _is_matrix(x) or gain is None:
+    if not (_is_c_matrix(dy) and _is_c_matrix(x)) or gain is None:
         return None
     dx, gain_grads = empty_like(x), np.empty((2, x.shape[1]), x.dtype)
     if _use_parallel(x.size):
@@ -485,8 +485,8 @@ def _backward(dy, x, mean, rstd, gain):
     return (dx, gain_grads[0], gain_grads[1]) if ran else None
 
 
-def _is_matrix(x) -> bool:
-    return type(x) is np.ndarray and x.ndim == 2
+def _is_c_matrix(a) -> bool:
+    return type(a) is np.ndarray and a.ndim == 2 and a.flags.c_contiguous
 
 
 def _run(driver, *arguments) -> bool:
@@ -494,10 +494,11 @@ def _run(driver, *arguments) -> bool:
 
     The drivers take only the types they were compiled for (_signatures), and
     only arrays whose shapes fit together: anything else is refused before a
-    driver has written anything. Checking first, in Python, costs about as
-    much as the kernels' work on a small input (docs/kernels.md); a refusal
-    costs more (Numba's dispatcher takes some 100 µs to explain one), so
-    _forward and _backward check cheaply for the common ones (no gain or bias).
+    driver has written anything. Checking everything first, in Python, costs
+    about as much as the kernels' work on a small input (docs/kernels.md). But
+    a refusal costs far more (Numba's dispatcher takes 100-250 µs to explain
+    one), so _forward and _backward first look for the likely ones: a missing
+    gain or bias, and x or dy a view that is not C-contiguous.
     """
     try:
         return driver(*arguments)
