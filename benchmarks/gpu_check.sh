@@ -48,6 +48,16 @@ if ! "$PYTHON" -c 'import tinynet.kernels.cuda'; then
     exit 1
 fi
 
+# The CPU kernels (one end-to-end test compares the GPU with them) are
+# compiled when first imported, about 30 s without Numba's cache: done here,
+# so that the tests' time limit is spent on the GPU.
+start=$SECONDS
+if ! timeout 120 "$PYTHON" -c 'import tinynet.kernels.cpu'; then
+    echo "gpu_check: tinynet.kernels.cpu does not compile (see above); nothing checked" >&2
+    exit 1
+fi
+echo "gpu_check: CPU kernels compiled or loaded in $((SECONDS - start)) s"
+
 status=0
 timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider --rootdir "$repo" \
     "$repo/tests/test_kernels_cuda.py" "$repo/tests/test_backend.py::test_cuda_round_trip_and_gradients" 2>&1 \
