@@ -50,13 +50,14 @@ fi
 
 # The CPU kernels (one end-to-end test compares the GPU with them) are
 # compiled when first imported, about 30 s without Numba's cache: done here,
-# so that the tests' time limit is spent on the GPU.
+# so that the tests' time limit is spent on the GPU. Should this fail, the
+# test that needs them will say why.
 start=$SECONDS
-if ! timeout 120 "$PYTHON" -c 'import tinynet.kernels.cpu'; then
-    echo "gpu_check: tinynet.kernels.cpu does not compile (see above); nothing checked" >&2
-    exit 1
+if timeout 90 "$PYTHON" -c 'import tinynet.kernels.cpu'; then
+    echo "gpu_check: CPU kernels compiled or loaded in $((SECONDS - start)) s"
+else
+    echo "gpu_check: the CPU kernels did not compile within 90 s; going on" >&2
 fi
-echo "gpu_check: CPU kernels compiled or loaded in $((SECONDS - start)) s"
 
 status=0
 timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider --rootdir "$repo" \
