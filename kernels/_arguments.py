@@ -9,8 +9,17 @@ from tinynet.backend import get_array_module
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
+def check_array(name, a):
+    """Raise TypeError unless ``a`` is a NumPy or CuPy array (not, say, a list)."""
+    if not isinstance(a, np.ndarray) and get_array_module(a) is np:
+        raise TypeError(f"layer norm kernels take NumPy or CuPy arrays; {name} is a "
+                        f"{type(a).__name__}")
+
+
 def check_layer_norm_input(x, what="x"):
-    """Raise ValueError unless ``x`` is a 2-D float32/float64 array with H ≥ 1."""
+    """Raise ValueError unless ``x`` is a 2-D float32/float64 array with H ≥ 1
+    (TypeError if it is no array at all)."""
+    check_array(what, x)
     if x.ndim != 2:
         raise ValueError(f"layer norm kernels take 2-D (rows, H) arrays; "
                          f"{what} has shape {tuple(x.shape)}")
@@ -23,6 +32,7 @@ def check_layer_norm_input(x, what="x"):
 
 def check_same_layout(name, a, x):
     """Raise ValueError unless ``a`` has the shape and dtype of ``x``."""
+    check_array(name, a)
     if a.shape != x.shape or a.dtype != x.dtype:
         raise ValueError(f"{name} must match x: shape {tuple(x.shape)} and dtype {x.dtype}; "
                          f"got shape {tuple(a.shape)} and dtype {a.dtype}")
@@ -30,7 +40,10 @@ def check_same_layout(name, a, x):
 
 def check_parameter(name, p, x):
     """Raise ValueError unless ``p`` is None or an (H,) array of x's dtype."""
-    if p is not None and (p.shape != x.shape[1:] or p.dtype != x.dtype):
+    if p is None:
+        return
+    check_array(name, p)
+    if p.shape != x.shape[1:] or p.dtype != x.dtype:
         raise ValueError(f"{name} must have shape ({x.shape[1]},) and dtype {x.dtype} "
                          f"(x has shape {tuple(x.shape)}); got shape {tuple(p.shape)} "
                          f"and dtype {p.dtype}")
@@ -38,6 +51,8 @@ def check_parameter(name, p, x):
 
 def check_row_statistics(mean, rstd, x):
     """Raise ValueError unless ``mean`` and ``rstd`` hold one number per row of x."""
+    check_array("mean", mean)
+    check_array("rstd", rstd)
     if mean.shape == rstd.shape == x.shape[:1]:
         return
     for name, s in (("mean", mean), ("rstd", rstd)):

@@ -335,6 +335,26 @@ def test_forward_rejects_bad_input(make, message):
         cpu.layer_norm_forward(*make(x, gain), EPS)
 
 
+@pytest.mark.parametrize("position, name", [(0, "x"), (1, "gain"), (2, "bias")])
+def test_forward_names_an_argument_that_is_not_an_array(position, name):
+    x, gain, bias, _ = layer_norm_inputs((3, 5), np.float32)
+    arguments = [x, gain, bias]
+    arguments[position] = arguments[position].tolist()
+    with pytest.raises(TypeError, match=f"NumPy or CuPy arrays; {name} is a list"):
+        cpu.layer_norm_forward(*arguments, EPS)
+
+
+@pytest.mark.parametrize("position, name", [(0, "dy"), (1, "x"), (2, "mean"), (3, "rstd"),
+                                            (4, "gain")])
+def test_backward_names_an_argument_that_is_not_an_array(position, name):
+    x, gain, bias, dy = layer_norm_inputs((3, 5), np.float32)
+    _, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
+    arguments = [dy, x, mean, rstd, gain]
+    arguments[position] = arguments[position].tolist()
+    with pytest.raises(TypeError, match=f"NumPy or CuPy arrays; {name} is a list"):
+        cpu.layer_norm_backward(*arguments)
+
+
 def test_backward_rejects_bad_input():
     x, gain, bias, dy = layer_norm_inputs((3, 5), np.float32)
     _, mean, rstd = cpu.layer_norm_forward(x, gain, bias, EPS)
