@@ -223,7 +223,7 @@ def _flush(recent, total):
 # before a driver starts, so it is the type check of _run.
 def _signatures(arrays, plan=()):
     """One Numba signature per float dtype: boolean(*arrays(dtype), *plan)."""
-    return [types.boolean(*arrays(dtype), *plan) for dtype in (types.float32, types.float64)]
+    return [types.boolean(*arrays(numba.from_dtype(dtype)), *plan) for dtype in FLOAT_DTYPES]
 
 
 def _input(dtype, ndim):
