@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from tinynet.backend import get_array_module
+from tinynet.hyperparameters import check_real
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -61,18 +62,19 @@ def check_row_statistics(mean, rstd, x):
                              f"of x {tuple(x.shape)}; got shape {tuple(s.shape)}")
 
 
-def forward_arguments(x, gain, bias):
-    """Checked, contiguous ``(x, gain, bias)``; a missing gain is ones, a missing
-    bias zeros (exact stand-ins)."""
+def forward_arguments(x, gain, bias, eps):
+    """Checked, contiguous ``(x, gain, bias, eps)``; a missing gain is ones, a
+    missing bias zeros (exact stand-ins); eps a float ≥ 0."""
     check_layer_norm_input(x)
     check_parameter("gain", gain, x)
     check_parameter("bias", bias, x)
+    eps = check_real("layer_norm_forward", "eps", eps, low=0)
     xp = get_array_module(x)
     x = xp.ascontiguousarray(x)
     H = x.shape[1]
     gain = xp.ones(H, x.dtype) if gain is None else xp.ascontiguousarray(gain)
     bias = xp.zeros(H, x.dtype) if bias is None else xp.ascontiguousarray(bias)
-    return x, gain, bias
+    return x, gain, bias, eps
 
 
 def backward_arguments(dy, x, mean, rstd, gain):

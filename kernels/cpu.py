@@ -24,7 +24,7 @@ the blocks' sums are added in float64. dgain and dbias are summed per fixed
 the end. The input's size alone picks the serial or parallel driver, so a
 result is the same, bit for bit, for any number of threads (see _use_parallel).
 The drivers are compiled for exactly the types they take and check the shapes
-themselves; the arguments are checked in Python only if a driver refuses them
+(and eps) themselves; the arguments are checked in Python only if a driver refuses them
 (_run), since for a small input those checks cost as much as the work.
 Outputs too large for the cache are written with streaming stores (_streams);
 on one thread, large inputs with short rows are prefetched (_prefetch_rows).
@@ -291,18 +291,19 @@ def _forward_chunk(chunk, chunks, x, gain, bias, eps, y, mean, rstd, streaming, 
 
 
 @njit(**_EXACT)
-def _forward_shapes_fit(x, gain, bias, y, mean, rstd):
+def _forward_arguments_fit(x, gain, bias, eps, y, mean, rstd):
+    """Whether the arrays' shapes fit together and eps ≥ 0 (not NaN)."""
     rows, H = x.shape
     return (H > 0 and gain.shape[0] == H and bias.shape[0] == H and y.shape == x.shape
-            and mean.shape[0] == rows and rstd.shape[0] == rows)
+            and mean.shape[0] == rows and rstd.shape[0] == rows and eps >= 0)
 
 
 @njit(_signatures(_forward_types), **_ENTRY)
 def _forward_serial(x, gain, bias, eps, y, mean, rstd):
     """The forward of an input too small to share out (_use_parallel), and so
     also too small to stream or prefetch. False, and nothing done, if the
-    arrays' shapes don't fit together."""
-    if not _forward_shapes_fit(x, gain, bias, y, mean, rstd):
+    arguments don't fit (_forward_arguments_fit)."""
+    if not _forward_arguments_fit(x, gain, bias, eps, y, mean, rstd):
         return False
     chunks = chunk_count(*x.shape)
     for chunk in range(chunks):
@@ -314,7 +315,7 @@ def _forward_serial(x, gain, bias, eps, y, mean, rstd):
 def _forward_parallel(x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows):
     """The forward with chunks of rows on threads; as _forward_serial, and
     ``streaming``, ``ahead_rows`` as in _forward_chunk."""
-    if not _forward_shapes_fit(x, gain, bias, y, mean, rstd):
+    if not _forward_arguments_fit(x, gain, bias, eps, y, mean, rstd):
         return False
     chunks = chunk_count(*x.shape)
     for chunk in prange(chunks):
@@ -438,7 +439,7 @@ def layer_norm_forward(x, gain, bias, eps):
     if outputs is None:
         # Refused (_run): forward_arguments raises a ValueError that names the
         # problem, or makes the arguments acceptable.
-        outputs = _forward(*forward_arguments(x, gain, bias), float(eps))
+        outputs = _forward(*forward_arguments(x, gain, bias, eps))
         assert outputs is not None, "the forward refused checked arguments"
     return outputs
 
@@ -493,12 +494,13 @@ def _run(driver, *arguments) -> bool:
     """Run a driver on arguments nobody has checked; False if it refused them.
 
     The drivers take only the types they were compiled for (_signatures), and
-    only arrays whose shapes fit together: anything else is refused before a
-    driver has written anything. Checking everything first, in Python, costs
-    about as much as the kernels' work on a small input (docs/kernels.md). But
-    a refusal costs far more (Numba's dispatcher takes 100-250 µs to explain
-    one), so _forward and _backward first look for the likely ones: a missing
-    gain or bias, and x or dy a view that is not C-contiguous.
+    only arrays whose shapes fit together, with eps ≥ 0: anything else is
+    refused before a driver has written anything. Checking everything first,
+    in Python, costs about as much as the kernels' work on a small input
+    (docs/kernels.md). But a refusal by Numba's dispatcher costs far more (it
+    takes 100-250 µs to explain one), so _forward and _backward first look for
+    the likely ones: a missing gain or bias, and x or dy a view that is not
+    C-contiguous.
     """
     try:
         return driver(*arguments)

@@ -482,7 +482,7 @@ def _lanes(launch: Launch, plan, *arrays) -> int:
 
 
 def _forward(x, gain, bias, eps, launch: Launch):
-    x, gain, bias = forward_arguments(x, gain, bias)
+    x, gain, bias, eps = forward_arguments(x, gain, bias, eps)
     xp = get_array_module(x)
     rows, H = x.shape
     y = xp.empty_like(x)
@@ -492,10 +492,10 @@ def _forward(x, gain, bias, eps, launch: Launch):
     plan = launch.forward_plan(H)
     blocks, threads = launch.forward_grid(rows, H)
     if plan.held == 0:
-        _launch(_streamed_forward, blocks, threads, x, gain, bias, float(eps), y, mean, rstd)
+        _launch(_streamed_forward, blocks, threads, x, gain, bias, eps, y, mean, rstd)
     else:
         lanes = _lanes(launch, plan, x, gain, bias, y)
-        _launch(_held_forward(plan.held, lanes), blocks, threads, x, gain, bias, float(eps),
+        _launch(_held_forward(plan.held, lanes), blocks, threads, x, gain, bias, eps,
                 plan.team == "block", y, mean, rstd)
     return y, mean, rstd
 

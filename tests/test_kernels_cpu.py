@@ -335,6 +335,19 @@ def test_forward_rejects_bad_input(make, message):
         cpu.layer_norm_forward(*make(x, gain), EPS)
 
 
+@pytest.mark.parametrize("eps, error, message", [
+    ("1e-5", TypeError, "eps must be a real number, got str '1e-5'"),
+    (None, TypeError, "eps must be a real number, got NoneType"),
+    (-1e-5, ValueError, "eps must be >= 0, got -1e-05"),
+    (np.nan, ValueError, "eps is NaN"),
+])
+def test_forward_rejects_an_eps_that_is_no_number_or_negative(eps, error, message):
+    x, gain, bias, _ = layer_norm_inputs((3, 5), np.float32)
+    assert cpu.layer_norm_forward(x, gain, bias, np.float32(EPS))    # the test can fail
+    with pytest.raises(error, match=message):
+        cpu.layer_norm_forward(x, gain, bias, eps)
+
+
 @pytest.mark.parametrize("position, name", [(0, "x"), (1, "gain"), (2, "bias")])
 def test_forward_names_an_argument_that_is_not_an_array(position, name):
     x, gain, bias, _ = layer_norm_inputs((3, 5), np.float32)
@@ -413,13 +426,15 @@ def forward_driver_arguments(x, gain, bias):
 
 
 @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
-@pytest.mark.parametrize("misfit", ["gain", "bias", "y", "mean", "H = 0"])
-def test_the_forward_drivers_refuse_shapes_that_do_not_fit(misfit, parallel):
+@pytest.mark.parametrize("misfit", ["gain", "bias", "y", "mean", "H = 0", "eps < 0", "eps NaN"])
+def test_the_forward_drivers_refuse_arguments_that_do_not_fit(misfit, parallel):
     x, gain, bias, _ = layer_norm_inputs((4, 33), np.float32)
     arguments = dict(zip(["x", "gain", "bias", "eps", "y", "mean", "rstd"],
                          forward_driver_arguments(x, gain, bias)))
     if misfit == "H = 0":
         arguments.update(x=x[:, :0].copy(), gain=gain[:0], bias=bias[:0])
+    elif misfit.startswith("eps"):
+        arguments["eps"] = -EPS if misfit == "eps < 0" else np.nan
     else:
         arguments[misfit] = arguments[misfit][..., :-1].copy()
     driver, plan = (cpu._forward_parallel, (False, 0)) if parallel else (cpu._forward_serial, ())

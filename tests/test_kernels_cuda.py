@@ -242,6 +242,10 @@ def test_bad_input_is_refused_before_any_launch():
         kernels.layer_norm_forward(to_device(x), to_device(gain[:4]), None, EPS)
     with pytest.raises(ValueError, match="2-D"):
         kernels.layer_norm_forward(to_device(x[0]), None, None, EPS)
+    with pytest.raises(ValueError, match="eps must be >= 0"):
+        kernels.layer_norm_forward(to_device(x), None, None, -EPS)
+    with pytest.raises(TypeError, match="eps must be a real number"):
+        kernels.layer_norm_forward(to_device(x), None, None, "1e-5")
     with pytest.raises(ValueError, match="dy must match x"):
         kernels.layer_norm_backward(to_device(dy[:, :4]), to_device(x), to_device(x[:, 0]),
                                     to_device(x[:, 0]), None)

@@ -177,5 +177,5 @@ def test_dropout_module_is_the_identity_in_eval_mode():
     assert layer.eval()(x) is x
     y = layer.train()(x).numpy()
     assert set(np.unique(y)) == {0.0, 2.0} and 0.4 < (y == 0).mean() < 0.6
-    with pytest.raises(ValueError, match="dropout probability"):
+    with pytest.raises(ValueError, match="Dropout: p must be in"):
         nn.Dropout(1.5)

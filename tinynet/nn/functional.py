@@ -5,6 +5,7 @@ import math
 import numbers
 
 from ..backend import get_backend
+from ..hyperparameters import check_real
 from ..ops import dropout, linear, log_softmax, relu, sigmoid, softmax, tanh
 from ..ops.loss import CrossEntropyFunction, check_class_targets
 from ..ops.normalization import BatchNormFunction, LayerNormFunction
@@ -79,6 +80,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     the square root; then y = weight · (x − μ)/σ + bias.
     """
     size = _normalized_size(x, normalized_shape)
+    eps = check_real("layer_norm", "eps", eps, low=0)
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and p.data.size != size:
             raise ValueError(
@@ -99,6 +101,8 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     if x.ndim not in (2, 3):
         raise ValueError(f"batch_norm: expected a 2-D or 3-D input (N, C[, L]), got shape "
                          f"{tuple(x.shape)}")
+    eps = check_real("batch_norm", "eps", eps, low=0)
+    momentum = check_real("batch_norm", "momentum", momentum, 0, 1)
     channels = x.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean),
                     ("running_var", running_var)):

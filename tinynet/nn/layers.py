@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import creation
+from ..hyperparameters import check_real
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -77,9 +78,7 @@ class Dropout(Module):
 
     def __init__(self, p: float = 0.5):
         super().__init__()
-        if not 0 <= p <= 1:
-            raise ValueError(f"dropout probability must be in [0, 1], got {p}")
-        self.p = p
+        self.p = check_real("Dropout", "p", p, 0, 1)
 
     def forward(self, x):
         return F.dropout(x, self.p, self.training)

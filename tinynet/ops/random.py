@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ..autograd import Function
 from ..backend import device_of, get_backend
+from ..hyperparameters import check_real
 
 __all__ = ["dropout"]
 
@@ -28,8 +29,7 @@ class Dropout(Function):
 
 def dropout(x, p=0.5, training=True):
     """Inverted dropout; the identity when not training or when p == 0."""
-    if not 0 <= p <= 1:
-        raise ValueError(f"dropout probability must be in [0, 1], got {p}")
+    p = check_real("dropout", "p", p, 0, 1)
     if not training or p == 0:
         return x
     if p == 1:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..backend import get_backend
+from ..hyperparameters import check_real
 from .optimizer import Optimizer
 
 __all__ = ["Adam"]
@@ -18,11 +19,16 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
-        if lr < 0 or eps < 0 or weight_decay < 0 or not all(0 <= b < 1 for b in betas):
-            raise ValueError(f"invalid Adam hyper-parameters: lr={lr}, betas={betas}, "
-                             f"eps={eps}, weight_decay={weight_decay}")
-        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    def check_hyperparameters(self, hyperparameters):
+        for name in ("lr", "eps", "weight_decay"):
+            check_real("Adam", name, hyperparameters[name], low=0)
+        betas = hyperparameters["betas"]
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise TypeError(f"Adam: betas must be a pair (beta1, beta2), got {betas!r}")
+        for i, beta in enumerate(betas):
+            check_real("Adam", f"betas[{i}]", beta, 0, 1, high_included=False)
 
     def step(self):
         for group, p in self._params_with_grad():

@@ -14,6 +14,7 @@ class Optimizer:
     ``state`` dict per parameter, as ``torch.optim.Optimizer``."""
 
     def __init__(self, params, defaults: dict):
+        self.check_hyperparameters(defaults)
         self.defaults = dict(defaults)
         self.state: dict = {}
         self.param_groups: list[dict] = []
@@ -35,7 +36,12 @@ class Optimizer:
             raise ValueError("a parameter appears in more than one parameter group")
         for key, value in self.defaults.items():
             group.setdefault(key, value)
+        self.check_hyperparameters(group)
         self.param_groups.append(group)
+
+    def check_hyperparameters(self, hyperparameters: dict) -> None:
+        """Raise TypeError or ValueError, naming it, for a bad hyper-parameter in
+        the defaults or in a parameter group (``tinynet.hyperparameters``)."""
 
     def _params_with_grad(self):
         """(group, parameter) pairs for every parameter that has a gradient."""
@@ -75,8 +81,12 @@ class Optimizer:
             raise ValueError("load_state_dict: the saved parameter groups do not match this "
                              "optimizer's (different number of groups or parameters)")
         params = [p for g in self.param_groups for p in g["params"]]
-        for own, saved in zip(self.param_groups, groups):
-            own.update({k: copy.deepcopy(v) for k, v in saved.items() if k != "params"})
+        hyperparameters = [{k: copy.deepcopy(v) for k, v in saved.items() if k != "params"}
+                           for saved in groups]
+        for own, saved in zip(self.param_groups, hyperparameters):
+            self.check_hyperparameters({**own, **saved})
+        for own, saved in zip(self.param_groups, hyperparameters):
+            own.update(saved)
         self.state = {}
         for i, s in state_dict["state"].items():
             p = params[int(i)]

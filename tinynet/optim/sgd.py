@@ -1,6 +1,7 @@
 """Stochastic gradient descent with momentum, as ``torch.optim.SGD``."""
 from __future__ import annotations
 
+from ..hyperparameters import check_real
 from .optimizer import Optimizer
 
 __all__ = ["SGD"]
@@ -17,13 +18,16 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False):
-        if lr < 0 or momentum < 0 or weight_decay < 0:
-            raise ValueError(f"invalid SGD hyper-parameters: lr={lr}, momentum={momentum}, "
-                             f"weight_decay={weight_decay}")
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("nesterov momentum needs momentum > 0 and dampening = 0")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov))
+
+    def check_hyperparameters(self, hyperparameters):
+        for name in ("lr", "momentum", "weight_decay"):
+            check_real("SGD", name, hyperparameters[name], low=0)
+        check_real("SGD", "dampening", hyperparameters["dampening"])
+        if hyperparameters["nesterov"] and (hyperparameters["momentum"] <= 0
+                                            or hyperparameters["dampening"] != 0):
+            raise ValueError("SGD: nesterov momentum needs momentum > 0 and dampening = 0")
 
     def step(self):
         for group, p in self._params_with_grad():

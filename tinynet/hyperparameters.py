@@ -1,0 +1,39 @@
+"""Checks of the numbers that configure layers and optimizers (eps, lr, p, ...).
+
+A hyper-parameter of the wrong kind would otherwise fail late and far away (a
+string eps in a batch norm fails inside NumPy's addition, at the first forward
+pass) or not at all (a NaN learning rate silently turns every weight into NaN).
+So each is checked where it comes in, with an error that names it.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+__all__ = ["check_real"]
+
+
+def check_real(where: str, name: str, value, low: float = -math.inf,
+               high: float = math.inf, *, high_included: bool = True) -> float:
+    """``value`` as a float, if it is a real number (not a bool) in [low, high]
+    (in [low, high) if not ``high_included``).
+
+    Raises TypeError for anything that is not a number, ValueError for a number
+    outside the range; NaN lies outside every range. ``where`` and ``name``
+    say whose parameter it is: ``check_real("Adam", "lr", lr, low=0)``.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{where}: {name} must be a real number, got "
+                        f"{type(value).__name__} {value!r}")
+    if math.isnan(value):
+        raise ValueError(f"{where}: {name} is NaN")
+    if not (low <= value < high or value == high and high_included):
+        raise ValueError(f"{where}: {name} must be {_describe(low, high, high_included)}, "
+                         f"got {value}")
+    return float(value)
+
+
+def _describe(low, high, high_included) -> str:
+    if high == math.inf:
+        return f">= {low}"
+    return f"in [{low}, {high}{']' if high_included else ')'}"
