@@ -117,9 +117,10 @@ def test_without_a_seed_the_order_comes_from_tinynets_generator():
     np.testing.assert_array_equal(got, expected)
 
 
-@pytest.mark.parametrize("batch_size", [0, -1, 2.5, None])
-def test_batch_size_must_be_a_positive_integer(batch_size):
-    with pytest.raises(ValueError, match="batch_size"):
+@pytest.mark.parametrize("batch_size, error", [(0, ValueError), (-1, ValueError),
+                                               (2.5, TypeError), (None, TypeError)])
+def test_batch_size_must_be_a_positive_integer(batch_size, error):
+    with pytest.raises(error, match="batch_size"):
         DataLoader(numbered_dataset(), batch_size=batch_size)
 
 

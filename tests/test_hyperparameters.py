@@ -1,4 +1,4 @@
-"""Hyper-parameters of the wrong kind are refused where they come in, by name."""
+"""Hyper-parameters and sizes of the wrong kind are refused where they come in, by name."""
 import math
 
 import numpy as np
@@ -6,7 +6,8 @@ import pytest
 
 import tinynet
 from tinynet import nn, optim
-from tinynet.hyperparameters import check_real
+from tinynet.data import DataLoader, TensorDataset
+from tinynet.hyperparameters import check_count, check_real
 from tinynet.nn import functional as F
 
 
@@ -31,6 +32,16 @@ def test_check_real_takes_every_kind_of_real_number_in_range():
 def test_check_real_names_what_is_wrong(value, kwargs, error, message):
     with pytest.raises(error, match=message):
         check_real("f", "a", value, **kwargs)
+
+
+def test_check_count_takes_integers_from_low_up():
+    assert check_count("f", "n", np.int64(3)) == 3 and type(check_count("f", "n", 3)) is int
+    assert check_count("f", "n", 0, low=0) == 0
+    for value, error, message in [(0, ValueError, "f: n must be at least 1, got 0"),
+                                  (2.0, TypeError, "f: n must be an integer, got float 2.0"),
+                                  (True, TypeError, "got bool"), ("2", TypeError, "got str")]:
+        with pytest.raises(error, match=message):
+            check_count("f", "n", value)
 
 
 def parameters():
@@ -66,6 +77,21 @@ def parameters():
      "SGD: nesterov momentum needs momentum > 0"),
     (lambda: optim.SGD([{"params": parameters(), "lr": "1"}], lr=0.1), TypeError,
      "SGD: lr must be a real number, got str"),
+    (lambda: nn.Linear("3", 2), TypeError, "Linear: in_features must be an integer, got str"),
+    (lambda: nn.Linear(3, -2), ValueError, "Linear: out_features must be at least 0, got -2"),
+    (lambda: nn.LSTM(3, 0), ValueError, "LSTM: hidden_size must be at least 1, got 0"),
+    (lambda: nn.LSTM(3, 4, num_layers=0), ValueError, "LSTM: num_layers must be at least 1"),
+    (lambda: nn.LSTMCell(3.0, 4), TypeError, "LSTMCell: input_size must be an integer"),
+    (lambda: nn.LSTM(3, 4, norm="batch", max_steps=0), ValueError,
+     "StepwiseBatchNorm: max_steps must be at least 1, got 0"),
+    (lambda: DataLoader(TensorDataset(tinynet.randn(4, 2)), batch_size=0), ValueError,
+     "DataLoader: batch_size must be at least 1, got 0"),
+    (lambda: DataLoader(TensorDataset(tinynet.randn(4, 2)), batch_size="2"), TypeError,
+     "DataLoader: batch_size must be an integer, got str"),
+    (lambda: nn.Sequential(nn.Linear(2, 2), F.relu), TypeError,
+     "Sequential holds Modules; got function"),
+    (lambda: nn.ModuleList([nn.Linear(2, 2)]).append(3), TypeError,
+     "ModuleList holds Modules; got int 3"),
 ])
 def test_bad_hyperparameters_are_named(call, error, message):
     with pytest.raises(error, match=message):
@@ -82,6 +108,10 @@ def test_the_same_layers_and_optimizers_take_good_hyperparameters():
     F.dropout(x, np.float64(0.5))
     optim.Adam(parameters(), lr=np.float32(0.01), betas=[0.0, 0.5], eps=0)
     optim.SGD([{"params": parameters(), "lr": 1}], lr=0.1, momentum=0.9, nesterov=True)
+    nn.Linear(np.int64(4), 0)
+    nn.LSTM(3, 4, num_layers=2, norm="batch", max_steps=1)(tinynet.randn(5, 2, 3))
+    assert len(DataLoader(TensorDataset(tinynet.randn(4, 2)), batch_size=np.int32(2))) == 2
+    assert len(nn.ModuleList([nn.Linear(2, 2)]).append(nn.ReLU())) == 2
 
 
 def test_a_state_dict_with_a_bad_hyperparameter_changes_nothing():

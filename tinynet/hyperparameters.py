@@ -1,4 +1,5 @@
-"""Checks of the numbers that configure layers and optimizers (eps, lr, p, ...).
+"""Checks of the numbers that configure layers, optimizers and loaders (eps,
+lr, p, sizes, ...).
 
 A hyper-parameter of the wrong kind would otherwise fail late and far away (a
 string eps in a batch norm fails inside NumPy's addition, at the first forward
@@ -10,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 
-__all__ = ["check_real"]
+__all__ = ["check_real", "check_count"]
 
 
 def check_real(where: str, name: str, value, low: float = -math.inf,
@@ -37,3 +38,14 @@ def _describe(low, high, high_included) -> str:
     if high == math.inf:
         return f">= {low}"
     return f"in [{low}, {high}{']' if high_included else ')'}"
+
+
+def check_count(where: str, name: str, value, low: int = 1) -> int:
+    """``value`` as an int, if it is an integer (not a bool) of at least ``low``:
+    a size, a number of layers or steps. TypeError or ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{where}: {name} must be an integer, got "
+                        f"{type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{where}: {name} must be at least {low}, got {value}")
+    return int(value)

@@ -1,10 +1,9 @@
 """DataLoader: a dataset in (shuffled) mini-batches of tinynet Tensors."""
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from ..hyperparameters import check_count
 from ..tensor import Tensor
 from .dataset import batch_getter, shuffle_generator
 
@@ -32,10 +31,8 @@ class DataLoader:
 
     def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, seed=None):
-        if not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, not {batch_size!r}")
         self.dataset = dataset
-        self.batch_size = int(batch_size)
+        self.batch_size = check_count("DataLoader", "batch_size", batch_size)
         self.shuffle = bool(shuffle)
         self.drop_last = bool(drop_last)
         self._generator = None if seed is None else shuffle_generator(seed)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import creation
-from ..hyperparameters import check_real
+from ..hyperparameters import check_count, check_real
 from . import functional as F
 from . import init
 from .module import Module, Parameter
@@ -18,7 +18,8 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  dtype=None, device="cpu"):
         super().__init__()
-        self.in_features, self.out_features = in_features, out_features
+        self.in_features = check_count("Linear", "in_features", in_features, low=0)
+        self.out_features = check_count("Linear", "out_features", out_features, low=0)
         bound = init.fan_in_bound(in_features)
         self.weight = Parameter(init.uniform_(
             creation.empty(out_features, in_features, dtype=dtype, device=device), -bound, bound))

@@ -245,6 +245,15 @@ def _array(value):
 class _Container(Module):
     """Indexing, length and iteration over the registered sub-modules."""
 
+    def _add(self, module) -> None:
+        """Register ``module`` under the next index. Anything that is not a
+        Module is refused: setattr would keep it as a plain attribute, and
+        forward() and parameters() would silently skip it."""
+        if not isinstance(module, Module):
+            raise TypeError(f"{type(self).__name__} holds Modules; got {type(module).__name__} "
+                            f"{module!r} (wrap a function in a Module, e.g. nn.ReLU())")
+        setattr(self, str(len(self._modules)), module)
+
     def __getitem__(self, index):
         return list(self._modules.values())[index]
 
@@ -260,8 +269,8 @@ class Sequential(_Container):
 
     def __init__(self, *modules):
         super().__init__()
-        for i, module in enumerate(modules):
-            setattr(self, str(i), module)
+        for module in modules:
+            self._add(module)
 
     def forward(self, x):
         for module in self._modules.values():
@@ -278,5 +287,5 @@ class ModuleList(_Container):
             self.append(module)
 
     def append(self, module: Module) -> "ModuleList":
-        setattr(self, str(len(self._modules)), module)
+        self._add(module)
         return self

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numbers
 
 from .. import creation
+from ..hyperparameters import check_count
 from . import functional as F
 from .module import Module, Parameter
 
@@ -113,8 +114,7 @@ class StepwiseBatchNorm(_BatchNormBase):
 
     def __init__(self, num_features: int, max_steps: int, eps: float = 1e-5,
                  momentum: float = 0.1, affine: bool = True, dtype=None, device="cpu"):
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        max_steps = check_count("StepwiseBatchNorm", "max_steps", max_steps)
         super().__init__(num_features, eps, momentum, affine, True, False,
                          (max_steps, num_features), dtype, device)
         self.max_steps = max_steps

@@ -32,6 +32,7 @@ so c_1 and h_1 are not constant rows and the chain is broken.
 from __future__ import annotations
 
 from .. import creation
+from ..hyperparameters import check_count
 from ..ops import stack
 from ..ops.recurrent import LSTMCellUpdate, LSTMOutput
 from . import functional as F
@@ -111,6 +112,8 @@ def _check_norm(norm):
 
 def _make_weights(module, suffix, input_size, hidden_size, bias, dtype, device):
     """Register weight_ih/hh and bias_ih/hh (+ suffix) with U(-1/√H, 1/√H) init."""
+    check_count(type(module).__name__, "input_size", input_size, low=0)
+    check_count(type(module).__name__, "hidden_size", hidden_size)
     bound = init.fan_in_bound(hidden_size)
     shapes = {"weight_ih": (4 * hidden_size, input_size),
               "weight_hh": (4 * hidden_size, hidden_size)}
@@ -172,6 +175,7 @@ class LSTM(Module):
                  max_steps: int = 784, dtype=None, device="cpu"):
         super().__init__()
         _check_norm(norm)
+        check_count("LSTM", "num_layers", num_layers)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.batch_first, self.norm = batch_first, norm
         for layer in range(num_layers):
