@@ -98,6 +98,8 @@ def test_load_state_dict_lists_every_problem():
     state["fc.weight"] = tinynet.zeros(4, 3)
     missing, unexpected = block.load_state_dict(state, strict=False)
     assert missing == ["fc.bias"] and unexpected == []
+    with pytest.raises(TypeError, match="for Block: expected a mapping of names to arrays, got list"):
+        block.load_state_dict(list(state.values()))
 
 
 def test_repr_shows_the_tree():
@@ -179,3 +181,29 @@ def test_dropout_module_is_the_identity_in_eval_mode():
     assert set(np.unique(y)) == {0.0, 2.0} and 0.4 < (y == 0).mean() < 0.6
     with pytest.raises(ValueError, match="Dropout: p must be in"):
         nn.Dropout(1.5)
+
+
+@pytest.mark.parametrize("make", [lambda: nn.Linear(4, 3), lambda: nn.LayerNorm(4),
+                                  lambda: nn.BatchNorm1d(4)], ids=["Linear", "LayerNorm",
+                                                                   "BatchNorm1d"])
+def test_a_float64_batch_through_a_float32_layer_is_computed_in_float64(make):
+    """As NumPy promotes, and every op here with it: the output is float64 and
+    equals that of a float64 copy of the layer; the gradients keep the
+    parameters' float32, so that an optimizer can step."""
+    tinynet.manual_seed(0)
+    layer = make()
+    twin = make().to(dtype="float64")
+    twin.load_state_dict(layer.state_dict())
+    x = tinynet.randn(5, 4, dtype="float64", requires_grad=True)
+    x_twin = tinynet.tensor(x.numpy(), requires_grad=True)
+    weights = tinynet.randn(5, layer(x).shape[1], dtype="float64")
+    y, y_twin = layer(x), twin(x_twin)
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y.numpy(), y_twin.numpy(), rtol=1e-12, atol=1e-12)
+    (y * weights).sum().backward()
+    (y_twin * weights).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), x_twin.grad.numpy(), rtol=1e-12, atol=1e-12)
+    for p, p_twin in zip(layer.parameters(), twin.parameters()):
+        assert p.grad.dtype == np.float32
+        np.testing.assert_allclose(p.grad.numpy(), p_twin.grad.numpy(), rtol=1e-6, atol=1e-6)
+    tinynet.optim.Adam(layer.parameters()).step()

@@ -7,6 +7,7 @@ and ``train()``/``eval()`` reach everything in the tree.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -202,6 +203,9 @@ class Module:
         With ``strict``, missing and unexpected keys are errors; a shape
         mismatch is always an error. Returns ``(missing_keys, unexpected_keys)``.
         """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"load_state_dict for {type(self).__name__}: expected a mapping of "
+                            f"names to arrays, got {type(state_dict).__name__}")
         own = self.state_dict()
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]

@@ -24,14 +24,21 @@ __all__ = ["LayerNormFunction", "BatchNormFunction"]
 
 
 class LayerNormFunction(Function):
-    """y = γ · (x − μ)/σ + β with μ, σ over the trailing ``size`` elements of x."""
+    """y = γ · (x − μ)/σ + β with μ, σ over the trailing ``size`` elements of x.
+
+    Inputs of different float dtypes are computed in the wider one, as every
+    other op promotes (a float64 batch through a float32 layer gives float64);
+    the engine casts each gradient back to its input's dtype.
+    """
 
     @staticmethod
     def forward(ctx, x, gain, bias, size, eps):
         kernels = get_backend(device_of(x)).kernels
-        rows = get_array_module(x).ascontiguousarray(x.reshape(-1, size))
-        flat_gain = None if gain is None else gain.reshape(size)
-        flat_bias = None if bias is None else bias.reshape(size)
+        xp = get_array_module(x)
+        dtype = xp.result_type(*(a for a in (x, gain, bias) if a is not None))
+        rows = xp.ascontiguousarray(x.reshape(-1, size), dtype=dtype)
+        flat_gain = None if gain is None else gain.reshape(size).astype(dtype, copy=False)
+        flat_bias = None if bias is None else bias.reshape(size).astype(dtype, copy=False)
         y, mean, rstd = kernels.layer_norm_forward(rows, flat_gain, flat_bias, eps)
         ctx.save_for_backward(rows, mean, rstd, flat_gain)
         ctx.shapes = (x.shape, None if gain is None else gain.shape,
