@@ -92,6 +92,10 @@ def parameters():
      "Sequential holds Modules; got function"),
     (lambda: nn.ModuleList([nn.Linear(2, 2)]).append(3), TypeError,
      "ModuleList holds Modules; got int 3"),
+    (lambda: optim.clip_grad_norm_(parameters(), "1"), TypeError,
+     "clip_grad_norm_: max_norm must be a real number"),
+    (lambda: optim.clip_grad_norm_(parameters(), 1.0, norm_type=0), ValueError,
+     "clip_grad_norm_: norm_type must be above 0"),
 ])
 def test_bad_hyperparameters_are_named(call, error, message):
     with pytest.raises(error, match=message):
@@ -109,6 +113,7 @@ def test_the_same_layers_and_optimizers_take_good_hyperparameters():
     optim.Adam(parameters(), lr=np.float32(0.01), betas=[0.0, 0.5], eps=0)
     optim.SGD([{"params": parameters(), "lr": 1}], lr=0.1, momentum=0.9, nesterov=True)
     nn.Linear(np.int64(4), 0)
+    optim.clip_grad_norm_(parameters(), 0, norm_type=math.inf)
     nn.LSTM(3, 4, num_layers=2, norm="batch", max_steps=1)(tinynet.randn(5, 2, 3))
     assert len(DataLoader(TensorDataset(tinynet.randn(4, 2)), batch_size=np.int32(2))) == 2
     assert len(nn.ModuleList([nn.Linear(2, 2)]).append(nn.ReLU())) == 2

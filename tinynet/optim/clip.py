@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ..backend import get_array_module
+from ..hyperparameters import check_real
 from ..tensor import Tensor
 
 __all__ = ["clip_grad_norm_"]
@@ -14,6 +15,10 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0) -> Tens
 
     Returns the total norm before clipping (as ``torch.nn.utils.clip_grad_norm_``).
     """
+    max_norm = check_real("clip_grad_norm_", "max_norm", max_norm, low=0)
+    if check_real("clip_grad_norm_", "norm_type", norm_type, low=0) == 0:
+        raise ValueError("clip_grad_norm_: norm_type must be above 0 (2 for the usual norm, "
+                         "math.inf for the largest magnitude)")
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     grads = [p.grad.data for p in parameters if p.grad is not None]
