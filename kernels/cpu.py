@@ -24,8 +24,9 @@ the blocks' sums are added in float64. dgain and dbias are summed per fixed
 the end. The input's size alone picks the serial or parallel driver, so a
 result is the same, bit for bit, for any number of threads (see _use_parallel).
 The drivers are compiled for exactly the types they take and check the shapes
-(and eps) themselves; the arguments are checked in Python only if a driver refuses them
-(_run), since for a small input those checks cost as much as the work.
+(and eps) themselves; the arguments are checked in Python only if a driver
+refuses them (_run), since for a small input those checks cost as much as the
+work.
 Outputs too large for the cache are written with streaming stores (_streams);
 on one thread, large inputs with short rows are prefetched (_prefetch_rows).
 docs/kernels.md explains the choices.
