@@ -26,6 +26,7 @@ bench: venv
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/train_step.py
 	$(PY) benchmarks/layernorm.py --cpu-only
+	$(PY) benchmarks/host_profile.py
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info .pytest_cache

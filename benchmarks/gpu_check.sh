@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks in one go (a few minutes): the CUDA kernel tests on the GPU
-# (simulator off), then the GPU benchmark; a short summary table comes last.
+# (simulator off), then the GPU benchmark and a profile of the host side of a
+# small call; a short summary table comes last.
 #
 #   bash benchmarks/gpu_check.sh            # from anywhere; PYTHON=... to choose Python
 #   bash benchmarks/gpu_check.sh --sweep    # also benchmarks/gpu_launch_sweep.py
@@ -66,6 +67,9 @@ timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider --rootdir "$repo" \
 tests=$(grep -E "passed|failed|error|skipped" "$work/tests.log" | tail -1 || true)
 
 timeout 150 "$PYTHON" "$repo/benchmarks/layernorm.py" --gpu-only || status=$?
+# Where a small call's host time goes (the wall times above exceed the kernel times).
+timeout 60 "$PYTHON" "$repo/benchmarks/host_profile.py" --device cuda --shape 64 1024 --top 10 \
+    || status=$?
 if (( sweep )); then
     timeout 120 "$PYTHON" "$repo/benchmarks/gpu_launch_sweep.py" || status=$?
 fi
