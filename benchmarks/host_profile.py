@@ -30,10 +30,10 @@ from numba.core.dispatcher import Dispatcher
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import pin_threads, print_table  # noqa: E402
+from layernorm import EPS, layer_norm_inputs  # noqa: E402
 
 PACKAGES = (("tinynet", ("/tinynet/", "/kernels/")), ("numba", ("/numba",)),
             ("cupy", ("/cupy",)), ("numpy", ("/numpy/",)), ("built-ins", ("~",)))
-EPS = 1e-5
 
 
 def package_of(filename: str, function: str, kernels) -> str:
@@ -51,23 +51,19 @@ def kernel_calls(device: str, shape):
     """(forward, backward, synchronize) closures over float32 inputs on
     ``device``, and the kernels module."""
     import numpy as np
-    rng = np.random.default_rng(0)
-    x, dy = (rng.standard_normal(shape, dtype=np.float32) for _ in range(2))
-    gain, bias = (rng.standard_normal(shape[1], dtype=np.float32) for _ in range(2))
+    xp, synchronize = np, lambda: None                  # noqa: E731
     if device == "cuda" and numba.config.ENABLE_CUDASIM:
         # NumPy arrays through the simulator: only to try this script without a GPU.
         from tinynet.kernels import _cuda_sim_shuffle
         from tinynet.kernels import cuda as kernels
         _cuda_sim_shuffle.install()
-        synchronize = lambda: None                      # noqa: E731
     elif device == "cuda":
         import cupy
         from tinynet.kernels import cuda as kernels
-        x, dy, gain, bias = (cupy.asarray(a) for a in (x, dy, gain, bias))
-        synchronize = cupy.cuda.get_current_stream().synchronize
+        xp, synchronize = cupy, cupy.cuda.get_current_stream().synchronize
     else:
         from tinynet.kernels import cpu as kernels
-        synchronize = lambda: None                      # noqa: E731
+    x, gain, bias, dy = layer_norm_inputs(xp, shape)
     _, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)    # compiles
     kernels.layer_norm_backward(dy, x, mean, rstd, gain)
     synchronize()

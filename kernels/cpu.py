@@ -438,7 +438,7 @@ def layer_norm_forward(x, gain, bias, eps):
     """
     outputs = _forward(x, gain, bias, eps)
     if outputs is None:
-        # Refused (_run): forward_arguments raises a ValueError that names the
+        # Refused (_run): forward_arguments raises an error that names the
         # problem, or makes the arguments acceptable.
         outputs = _forward(*forward_arguments(x, gain, bias, eps))
         assert outputs is not None, "the forward refused checked arguments"

@@ -419,18 +419,17 @@ def test_views_that_are_not_c_contiguous_skip_the_drivers(monkeypatch):
 
 
 def forward_driver_arguments(x, gain, bias):
-    """Arguments of the forward drivers, outputs filled with NaN."""
+    """Arguments of the forward drivers by name, outputs filled with NaN."""
     rows = x.shape[0]
-    return (x, gain, bias, EPS, np.full(x.shape, np.nan, x.dtype), np.full(rows, np.nan),
-            np.full(rows, np.nan))
+    return dict(x=x, gain=gain, bias=bias, eps=EPS, y=np.full(x.shape, np.nan, x.dtype),
+                mean=np.full(rows, np.nan), rstd=np.full(rows, np.nan))
 
 
 @pytest.mark.parametrize("parallel", [False, True], ids=["serial", "parallel"])
 @pytest.mark.parametrize("misfit", ["gain", "bias", "y", "mean", "H = 0", "eps < 0", "eps NaN"])
 def test_the_forward_drivers_refuse_arguments_that_do_not_fit(misfit, parallel):
     x, gain, bias, _ = layer_norm_inputs((4, 33), np.float32)
-    arguments = dict(zip(["x", "gain", "bias", "eps", "y", "mean", "rstd"],
-                         forward_driver_arguments(x, gain, bias)))
+    arguments = forward_driver_arguments(x, gain, bias)
     if misfit == "H = 0":
         arguments.update(x=x[:, :0].copy(), gain=gain[:0], bias=bias[:0])
     elif misfit.startswith("eps"):
@@ -440,7 +439,7 @@ def test_the_forward_drivers_refuse_arguments_that_do_not_fit(misfit, parallel):
     driver, plan = (cpu._forward_parallel, (False, 0)) if parallel else (cpu._forward_serial, ())
     assert not driver(*arguments.values(), *plan)
     assert np.all(np.isnan(arguments["mean"]))                # nothing was written
-    assert driver(*forward_driver_arguments(x, gain, bias), *plan)     # the test can fail
+    assert driver(*forward_driver_arguments(x, gain, bias).values(), *plan)  # the test can fail
 
 
 @pytest.mark.parametrize("misfit", ["dy", "mean", "rstd", "gain", "dx", "gain_grads"])
@@ -459,8 +458,7 @@ def test_the_backward_driver_refuses_shapes_that_do_not_fit(misfit):
 def test_the_drivers_refuse_types_they_were_not_compiled_for():
     x, gain, bias, _ = layer_norm_inputs((4, 33), np.float32)
     for bad in (dict(gain=gain.astype(np.float64)), dict(x=x.T.copy().T), dict(bias=None)):
-        arguments = dict(zip(["x", "gain", "bias", "eps", "y", "mean", "rstd"],
-                             forward_driver_arguments(x, gain, bias)), **bad)
+        arguments = {**forward_driver_arguments(x, gain, bias), **bad}
         with pytest.raises(TypeError, match="No matching definition"):
             cpu._forward_serial(*arguments.values())
 
