@@ -33,7 +33,7 @@ from . import backend as _backend
 from . import tensor as _tensor
 
 __all__ = ["Function", "Context", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "unbroadcast", "run_backward"]
+           "is_grad_enabled", "unbroadcast", "run_backward", "as_array"]
 
 _grad_enabled = True
 
@@ -149,14 +149,15 @@ class Function:
         if type(output) is tuple:
             if record:
                 ctx.num_outputs = len(output)
-            return tuple(Tensor._make(_as_array(o), record, ctx if record else None, i)
+            return tuple(Tensor._make(as_array(o), record, ctx if record else None, i)
                          for i, o in enumerate(output))
-        return Tensor._make(_as_array(output), record, ctx if record else None)
+        return Tensor._make(as_array(output), record, ctx if record else None)
 
 
-def _as_array(output):
-    """NumPy turns 0-d results into scalars; keep them arrays."""
-    return _np.asarray(output) if isinstance(output, _np.generic) else output
+def as_array(value):
+    """NumPy turns 0-d results into scalars (``a + b`` of two 0-d arrays is a
+    ``numpy.float64``); keep them arrays, so that they can be written in place."""
+    return _np.asarray(value) if isinstance(value, _np.generic) else value
 
 
 def _check_same_device(fn, arrays):
@@ -263,7 +264,7 @@ def run_backward(root, grad=None, retain_graph=False):
             input_grads = (input_grads,)
         for x, g in zip(node.inputs, input_grads):
             if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
-                sums.add(_sum_key(x), g)
+                sums.add(_sum_key(x), as_array(g))
         if not retain_graph:
             node.free()
     stored = set()   # ids of arrays handed to a leaf: never hand one over twice
@@ -286,6 +287,8 @@ class _GradientSums:
     A sum this pass allocated is *owned* and later contributions are added
     into it in place; an array that came from a backward (it may be shared,
     e.g. ``a + b`` hands the same array to both inputs) is never written to.
+    Every sum is an array, never a NumPy scalar: ``+=`` on a scalar would
+    rebind a new object and lose the contribution.
     """
 
     def __init__(self):
@@ -299,7 +302,7 @@ class _GradientSums:
         elif id(previous) in self._owned:
             previous += grad
         else:
-            total = previous + grad
+            total = as_array(previous + grad)
             self._owned.add(id(total))
             self._sums[key] = total
 

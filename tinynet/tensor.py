@@ -102,7 +102,7 @@ class Tensor:
         if self.grad is None:
             self.grad = Tensor._make(grad)
         else:
-            self.grad = Tensor._make(self.grad.data + grad)
+            self.grad = Tensor._make(autograd.as_array(self.grad.data + grad))
         stored.add(id(self.grad.data))
 
     def detach(self) -> "Tensor":
