@@ -36,11 +36,34 @@ def median_time(fn, repeat: int = 7, min_time: float = 0.05) -> float:
 
 
 def median_times(functions: dict, repeat: int = 7, min_time: float = 0.05) -> dict:
-    """:func:`median_time` of several functions, measured in interleaved rounds.
+    """:func:`median_time` of several functions, measured in interleaved rounds
+    (see :func:`timing_rounds`). Returns {name: median seconds per call}."""
+    rounds = timing_rounds(functions, repeat, min_time)
+    return {name: rounds.median(name) for name in functions}
+
+
+class Rounds:
+    """Seconds per call of each function, one entry per round."""
+
+    def __init__(self, times: dict):
+        self.times = times
+
+    def median(self, name) -> float:
+        return statistics.median(self.times[name])
+
+    def spread(self, name) -> str:
+        """The fastest and slowest round, relative to the median: '-3% / +8%'."""
+        median = self.median(name)
+        low, high = min(self.times[name]), max(self.times[name])
+        return f"{100 * (low / median - 1):+.0f}% / {100 * (high / median - 1):+.0f}%"
+
+
+def timing_rounds(functions: dict, repeat: int = 7, min_time: float = 0.05) -> Rounds:
+    """Time several functions in interleaved rounds.
 
     Each round times every function once (a batch of calls of ≥ ``min_time``),
     so that a slow spell of a shared machine hits all of them alike and their
-    ratios stay meaningful. Returns {name: median seconds per call}.
+    ratios stay meaningful.
     """
     numbers = {}
     for name, fn in functions.items():
@@ -61,7 +84,7 @@ def median_times(functions: dict, repeat: int = 7, min_time: float = 0.05) -> di
             for _ in range(numbers[name]):
                 fn()
             rounds[name].append((time.perf_counter() - start) / numbers[name])
-    return {name: statistics.median(times) for name, times in rounds.items()}
+    return Rounds(rounds)
 
 
 def print_table(title: str, headers: list[str], rows: list[list]) -> None:

@@ -54,9 +54,7 @@ def kernel_calls(device: str, shape):
     xp, synchronize = np, lambda: None                  # noqa: E731
     if device == "cuda" and numba.config.ENABLE_CUDASIM:
         # NumPy arrays through the simulator: only to try this script without a GPU.
-        from tinynet.kernels import _cuda_sim_shuffle
         from tinynet.kernels import cuda as kernels
-        _cuda_sim_shuffle.install()
     elif device == "cuda":
         import cupy
         from tinynet.kernels import cuda as kernels

@@ -1,12 +1,16 @@
 """Training-step time (forward, backward, Adam) of the paper's models, tinynet vs PyTorch.
 
-    python benchmarks/train_step.py [--threads 1]
+    python benchmarks/train_step.py [--repeat 7] [--reference-kernels]
 
-Rows: the 784-1000-1000-10 MLP with LayerNorm at batch 4 and 128, and the
-LN-LSTM (sequential MNIST rows: 28 steps of 28 pixels, hidden 128) at batch 64.
-The PyTorch models are the same architectures (LN-LSTM written as the same
-per-step loop). Ratio = tinynet / PyTorch. Targets (issue 5): ≤ 1.0 at
-batch 4, ≤ 1.3 at batch 128 and for the LN-LSTM.
+The headline table is what a user gets: no thread settings, every core, each
+library at its defaults. The second table runs both on one thread
+(``tinynet.set_num_threads(1)``, ``torch.set_num_threads(1)``) in the same
+process. Rows: the 784-1000-1000-10 MLP with LayerNorm at batch 4 and 128,
+and the LN-LSTM (sequential MNIST rows: 28 steps of 28 pixels, hidden 128) at
+batch 64; the PyTorch models are the same architectures (the LN-LSTM written
+as the same per-step loop). Ratio = tinynet / PyTorch, medians of interleaved
+rounds, with the spread (min-max over rounds) of tinynet's times. Target at
+the defaults: ratio ≤ 0.8.
 """
 from __future__ import annotations
 
@@ -15,7 +19,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import median_times, pin_threads, print_table, try_import_torch  # noqa: E402
+from common import print_table, timing_rounds, try_import_torch  # noqa: E402
+
+CASES = [("MLP+LN 784-1000-1000-10, batch 4", "mlp", (4, 784)),
+         ("MLP+LN 784-1000-1000-10, batch 128", "mlp", (128, 784)),
+         ("LN-LSTM 28x28 steps, hidden 128, batch 64", "lstm", (64, 28, 28))]
 
 
 def torch_models(torch):
@@ -60,36 +68,55 @@ def make_step(lib, model, x, y):
     return step
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    pin_threads(args.threads)
-
+def training_steps(kind, shape, torch=None, seed=0):
+    """{'tinynet': step, 'torch': step} for one case (torch's only if given)."""
     import numpy as np
     import tinynet
     from tinynet.models import MLP, SequenceClassifier
-    torch = try_import_torch()
 
-    rng = np.random.default_rng(0)
-    cases = [("MLP+LN 784-1000-1000-10, batch 4", "mlp", (4, 784), "1.0"),
-             ("MLP+LN 784-1000-1000-10, batch 128", "mlp", (128, 784), "1.3"),
-             ("LN-LSTM 28x28 steps, hidden 128, batch 64", "lstm", (64, 28, 28), "1.3")]
+    rng = np.random.default_rng(seed)
+    x = rng.random(shape, dtype=np.float32)
+    y = rng.integers(0, 10, shape[0])
+    model = MLP("layer") if kind == "mlp" else SequenceClassifier(norm="layer")
+    steps = {"tinynet": make_step(tinynet, model, tinynet.tensor(x), tinynet.tensor(y))}
+    if torch is not None:
+        steps["torch"] = make_step(torch, torch_models(torch)[kind](), torch.tensor(x),
+                                   torch.tensor(y))
+    return steps
+
+
+def step_table(title, torch, repeat):
     rows = []
-    for title, kind, shape, target in cases:
-        x = rng.random(shape, dtype=np.float32)
-        y = rng.integers(0, 10, shape[0])
-        model = MLP("layer") if kind == "mlp" else SequenceClassifier(norm="layer")
-        steps = {"tinynet": make_step(tinynet, model, tinynet.tensor(x), y)}
-        if torch is not None:
-            ref_model = torch_models(torch)[kind]()
-            steps["torch"] = make_step(torch, ref_model, torch.tensor(x), torch.tensor(y))
-        times = median_times(steps, repeat=7)          # interleaved: noise hits both alike
-        ours, ref = times["tinynet"], times.get("torch")
-        rows.append([title, ours * 1e3, ref * 1e3 if ref else "-",
-                     ours / ref if ref else "-", target])
-    print_table(f"training step (forward + backward + Adam), {args.threads} thread(s), median ms",
-                ["model", "tinynet ms", "PyTorch ms", "ratio", "target ≤"], rows)
+    for name, kind, shape in CASES:
+        rounds = timing_rounds(training_steps(kind, shape, torch), repeat=repeat)
+        ours = rounds.median("tinynet")
+        ref = rounds.median("torch") if torch is not None else None
+        rows.append([name, ours * 1e3, rounds.spread("tinynet"), ref * 1e3 if ref else "-",
+                     ours / ref if ref else "-"])
+    print_table(title, ["model", "tinynet ms", "spread", "PyTorch ms", "ratio"], rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="interleaved rounds")
+    parser.add_argument("--reference-kernels", action="store_true",
+                        help="run tinynet on the NumPy reference kernels")
+    args = parser.parse_args()
+    # PyTorch first, so that its OpenMP runtime starts with its own defaults
+    # rather than with the wait policy that tinynet sets (tinynet/threads.py).
+    torch = try_import_torch()
+    import tinynet
+
+    if args.reference_kernels:
+        tinynet.use_reference_kernels().__enter__()
+    cores = tinynet.get_num_threads()
+    torch_threads = torch.get_num_threads() if torch is not None else "-"
+    step_table(f"training step (forward + backward + Adam), default threads (tinynet "
+               f"{cores}, PyTorch {torch_threads}), median ms", torch, args.repeat)
+    tinynet.set_num_threads(1)
+    if torch is not None:
+        torch.set_num_threads(1)
+    step_table("training step, 1 thread each, median ms", torch, args.repeat)
 
 
 if __name__ == "__main__":

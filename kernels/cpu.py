@@ -38,6 +38,7 @@ import numpy as np
 from numba import njit, prange, types
 
 from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
+from ._compile import compiled_per_dtype
 from ._noalias import NOALIAS
 from ._prefetch import CACHE_LINE, prefetch
 from ._streaming_stores import rows_are_aligned, store_fence, store_streaming
@@ -216,15 +217,22 @@ def _flush(recent, total):
 # Chunks of rows, serial or parallel
 # ----------------------------------------------------------------------------
 
-# The drivers (the entry points called from Python) are compiled ahead, for
-# exactly the argument types they take: C-contiguous arrays of float32 or of
-# float64, the statistics in float64. Inputs are typed read-only, so that
-# read-only arrays are taken too (Numba types them apart; a writable array
-# converts). Numba's dispatcher turns away anything else with a TypeError
-# before a driver starts, so it is the type check of _run.
-def _signatures(arrays, plan=()):
-    """One Numba signature per float dtype: boolean(*arrays(dtype), *plan)."""
-    return [types.boolean(*arrays(numba.from_dtype(dtype)), *plan) for dtype in FLOAT_DTYPES]
+# The drivers (the entry points called from Python) are compiled for exactly
+# the argument types they take: C-contiguous arrays of float32 or of float64,
+# the statistics in float64; each dtype when a driver is first called with it
+# (_compile). Inputs are typed read-only, so that read-only arrays are taken
+# too (Numba types them apart; a writable array converts). Numba's dispatcher
+# turns away anything else with a TypeError before a driver starts, so it is
+# the type check of _run.
+def _signature(arrays, plan=()):
+    """The Numba signature of a driver for one float dtype: boolean(*arrays(dtype), *plan)."""
+    return lambda dtype: types.boolean(*arrays(numba.from_dtype(dtype)), *plan)
+
+
+def _driver(arrays, plan=(), **options):
+    """Decorator: a driver taking ``arrays`` (then ``plan``), compiled per dtype."""
+    return compiled_per_dtype(_signature(arrays, plan), FLOAT_DTYPES,
+                              "the CPU LayerNorm kernels", **_ENTRY, **options)
 
 
 def _input(dtype, ndim):
@@ -299,7 +307,7 @@ def _forward_arguments_fit(x, gain, bias, eps, y, mean, rstd):
             and mean.shape[0] == rows and rstd.shape[0] == rows and eps >= 0)
 
 
-@njit(_signatures(_forward_types), **_ENTRY)
+@_driver(_forward_types)
 def _forward_serial(x, gain, bias, eps, y, mean, rstd):
     """The forward of an input too small to share out (_use_parallel), and so
     also too small to stream or prefetch. False, and nothing done, if the
@@ -312,7 +320,7 @@ def _forward_serial(x, gain, bias, eps, y, mean, rstd):
     return True
 
 
-@njit(_signatures(_forward_types, _PLAN), parallel=True, **_ENTRY)
+@_driver(_forward_types, _PLAN, parallel=True)
 def _forward_parallel(x, gain, bias, eps, y, mean, rstd, streaming, ahead_rows):
     """The forward with chunks of rows on threads; as _forward_serial, and
     ``streaming``, ``ahead_rows`` as in _forward_chunk."""
@@ -368,7 +376,7 @@ def _backward_shapes_fit(dy, x, mean, rstd, gain, dx, gain_grads):
             and gain_grads.shape == (2, H))
 
 
-@njit(_signatures(_backward_types), **_ENTRY)
+@_driver(_backward_types)
 def _backward_serial(dy, x, mean, rstd, gain, dx, gain_grads):
     """The backward of a small input, as _forward_serial: False, and nothing
     done, if the shapes don't fit."""
@@ -381,7 +389,7 @@ def _backward_serial(dy, x, mean, rstd, gain, dx, gain_grads):
     return True
 
 
-@njit(_signatures(_backward_types, _PLAN), parallel=True, **_ENTRY)
+@_driver(_backward_types, _PLAN, parallel=True)
 def _backward_parallel(dy, x, mean, rstd, gain, dx, gain_grads, streaming, ahead_rows):
     """The backward with chunks of rows on threads, as _forward_parallel."""
     if not _backward_shapes_fit(dy, x, mean, rstd, gain, dx, gain_grads):
@@ -494,7 +502,7 @@ def _is_c_matrix(a) -> bool:
 def _run(driver, *arguments) -> bool:
     """Run a driver on arguments nobody has checked; False if it refused them.
 
-    The drivers take only the types they were compiled for (_signatures), and
+    The drivers take only the types they were compiled for (_signature), and
     only arrays whose shapes fit together, with eps ≥ 0: anything else is
     refused before a driver has written anything. Checking everything first,
     in Python, costs about as much as the kernels' work on a small input

@@ -29,7 +29,9 @@ for each pass (forward), or takes a tile of rows and walks down its columns
 
 Arrays: CuPy arrays go into the kernels as they are (``__cuda_array_interface__``,
 no host copies) and the outputs are CuPy arrays. Under Numba's CUDA simulator
-(``NUMBA_ENABLE_CUDASIM=1``) NumPy arrays go in and come out. Kernels are
+(``NUMBA_ENABLE_CUDASIM=1``) NumPy arrays go in and come out, and the warp
+shuffles the simulator lacks are added to it when this module is imported
+(``_cuda_sim_shuffle``). Kernels are
 compiled at their first launch, so importing this module needs no GPU.
 See docs/kernels.md.
 """
@@ -72,6 +74,11 @@ def _check_numba_cuda_compiles():
 
 
 _check_numba_cuda_compiles()
+
+if numba.config.ENABLE_CUDASIM:
+    # The simulator has no warp shuffles; the kernels' warp reductions need them.
+    from ._cuda_sim_shuffle import install as _install_simulated_shuffles
+    _install_simulated_shuffles()
 
 FULL_MASK = 0xFFFFFFFF
 

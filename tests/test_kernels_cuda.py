@@ -34,9 +34,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*Grid size"),
 ]
 
-if SIMULATED:
-    from tinynet.kernels import _cuda_sim_shuffle
-    _cuda_sim_shuffle.install()
 if SIMULATED or ON_GPU:
     from tinynet.kernels import cuda as kernels
     from tinynet.kernels._cuda_vectors import address
@@ -365,3 +362,30 @@ def test_launch_refuses_knobs_that_cannot_launch():
         kernels.Launch(backward_threads=100)
     with pytest.raises(ValueError, match="forward_held must be 1 to 32"):
         kernels.Launch(forward_held=64)
+
+
+PUBLIC_SIMULATOR_USE = """
+import numpy as np
+from tinynet.kernels import cuda, reference
+rng = np.random.default_rng(0)
+x, gain, bias = rng.standard_normal((3, 40)), rng.standard_normal(40), rng.standard_normal(40)
+dy = rng.standard_normal((3, 40))
+y, mean, rstd = cuda.layer_norm_forward(x, gain, bias, 1e-5)
+expected = reference.layer_norm_forward(x, gain, bias, 1e-5)
+for got, want in zip((y, mean, rstd), expected, strict=True):
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+grads = cuda.layer_norm_backward(dy, x, mean, rstd, gain)
+for got, want in zip(grads, reference.layer_norm_backward(dy, x, mean, rstd, gain), strict=True):
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not SIMULATED, reason="the simulator's own path")
+def test_the_public_module_runs_under_the_simulator_in_a_fresh_process():
+    """A user learning CUDA without a GPU calls the module directly, with no test set-up."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    result = subprocess.run([sys.executable, "-c", PUBLIC_SIMULATOR_USE], env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"

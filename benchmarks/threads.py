@@ -1,0 +1,110 @@
+"""Training-step time under each thread configuration, on the machine it runs on.
+
+    python benchmarks/threads.py [--rounds 3]
+
+Each cell runs in a fresh process (thread pools are sized when a library
+loads), with a clean environment plus the variables its column names; the
+rounds go through the columns in turn, so that a slow spell of a shared
+machine hits every column. A cell is the median over rounds of each
+process's median step time, with the spread over rounds.
+
+Columns: tinynet with no settings (its default policy: tinynet/threads.py);
+OpenMP workers spinning (``OMP_WAIT_POLICY=ACTIVE``, the policy tinynet
+replaces); BLAS on every core and Numba on one; BLAS on one and Numba on every
+core; both on one; PyTorch at its defaults. Targets: no settings within
+1.1x of the best manual pinning and at most 0.8x PyTorch's time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import print_table  # noqa: E402
+
+HERE = os.path.abspath(__file__)
+VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+             "OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")
+ONE_BLAS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+ONE_NUMBA = {"NUMBA_NUM_THREADS": "1"}
+COLUMNS = [("no settings", "tinynet", {}),
+           ("OMP_WAIT_POLICY=ACTIVE", "tinynet", {"OMP_WAIT_POLICY": "ACTIVE"}),
+           ("BLAS all / Numba 1", "tinynet", ONE_NUMBA),
+           ("BLAS 1 / Numba all", "tinynet", ONE_BLAS),
+           ("both 1", "tinynet", {**ONE_BLAS, **ONE_NUMBA, "OMP_NUM_THREADS": "1"}),
+           ("PyTorch, its defaults", "torch", {})]
+MANUAL = ("BLAS all / Numba 1", "BLAS 1 / Numba all", "both 1")
+
+
+def child(library: str, repeat: int) -> None:
+    """Time every case with one library and print {case: median seconds} as JSON."""
+    from common import timing_rounds
+    from train_step import CASES, training_steps
+
+    torch = None
+    if library == "torch":
+        import torch
+    times = {}
+    for name, kind, shape in CASES:
+        steps = training_steps(kind, shape, torch)
+        times[name] = timing_rounds({library: steps[library]}, repeat=repeat).median(library)
+    print(json.dumps(times))
+
+
+def run_column(library: str, variables: dict, repeat: int) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
+    env.update(variables)
+    result = subprocess.run([sys.executable, HERE, "--child", library, "--repeat", str(repeat)],
+                            env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{library} with {variables or 'no settings'} failed:\n"
+                           f"{result.stderr[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per cell")
+    parser.add_argument("--repeat", type=int, default=5, help="timed rounds in each process")
+    parser.add_argument("--child", choices=("tinynet", "torch"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(args.child, args.repeat)
+
+    try:
+        import torch  # noqa: F401
+        columns = COLUMNS
+    except ImportError:
+        columns = [c for c in COLUMNS if c[1] != "torch"]
+    cells = {label: [] for label, _, _ in columns}
+    for _ in range(args.rounds):
+        for label, library, variables in columns:
+            cells[label].append(run_column(library, variables, args.repeat))
+
+    from train_step import CASES
+    rows, checks = [], []
+    for case, _, _ in CASES:
+        medians = {label: statistics.median(r[case] for r in cells[label]) for label in cells}
+        row = [case]
+        for label in cells:
+            times = [r[case] for r in cells[label]]
+            row.append(f"{medians[label] * 1e3:.3g} ({min(times) * 1e3:.3g}-"
+                       f"{max(times) * 1e3:.3g})")
+        rows.append(row)
+        best = min(medians[label] for label in MANUAL)
+        torch_time = medians.get("PyTorch, its defaults")
+        checks.append([case, medians["no settings"] / best,
+                       medians["no settings"] / torch_time if torch_time else "-"])
+    print_table(f"training step (forward + backward + Adam), median ms (min-max over "
+                f"{args.rounds} processes), {os.cpu_count()} cores",
+                ["model", *cells], rows)
+    print_table("targets: no settings / best manual pinning ≤ 1.1, no settings / PyTorch ≤ 0.8",
+                ["model", "/ best pinning", "/ PyTorch"], checks)
+
+
+if __name__ == "__main__":
+    main()
