@@ -106,9 +106,9 @@ def _one_thread_per_worker():
 
 def run_sweep(args) -> list[dict]:
     from tinynet.data import load_mnist
+    source = "bundled sample" if load_mnist(args.data, train=False).is_sample else "full MNIST"
     os.makedirs(args.out, exist_ok=True)
     results_path = os.path.join(args.out, "results.jsonl")
-    source = "bundled sample" if load_mnist(args.data, train=False).is_sample else "full MNIST"
     jobs = [dict(job, data=args.data) for job in plan(args)]
     done = {_key(r) for r in read_results(results_path)}
     todo = [job for job in jobs if _key(dict(job, data=source)) not in done]

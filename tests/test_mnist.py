@@ -191,15 +191,39 @@ def test_load_mnist_prefers_full_data_found_through_tinynet_data(tmp_path, monke
 def test_load_mnist_falls_back_on_the_sample_with_a_notice(tmp_path, capsys, monkeypatch):
     import tinynet.data.mnist as mnist_module
     monkeypatch.setattr(mnist_module, "_sample_noticed", False)
-    dataset = load_mnist(root=tmp_path / "nowhere", train=False)
+    monkeypatch.setenv("TINYNET_DATA", str(tmp_path / "nowhere"))
+    dataset = load_mnist(train=False)
     assert dataset.is_sample and len(dataset) == 10_000
     notice = capsys.readouterr().err
     assert notice.count("\n") == 1
-    assert "full MNIST not found in " + str(tmp_path / "nowhere") in notice
+    assert "full MNIST not found in " + str(tmp_path / "nowhere" / "mnist") in notice
+    assert str(tmp_path / "home" / ".cache" / "tinynet" / "mnist") in notice
     assert "bundled sample" in notice
     assert not (tmp_path / "nowhere").exists()
-    load_mnist(root=tmp_path / "nowhere", train=True)
+    load_mnist(train=True)
     assert capsys.readouterr().err == ""            # once per process
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_load_mnist_from_a_directory_that_does_not_exist_is_an_error(tmp_path, train):
+    given = tmp_path / "no-such-dir"
+    with pytest.raises(FileNotFoundError, match=re.escape(str(given)) + r" \(the directory "
+                       r"does not exist\).*" + re.escape(", ".join(MNIST_FILES))):
+        load_mnist(given, train=train)
+    assert not given.exists()
+
+
+def test_load_mnist_from_a_directory_without_the_files_names_those_missing(tmp_path, capsys):
+    given = tmp_path / "mnist"
+    write_mnist_dir(given)
+    (given / TEST_LABELS).unlink()
+    assert len(load_mnist(given, train=True)) == 12         # the training files are there
+    with pytest.raises(FileNotFoundError, match="no test set in " + re.escape(str(given))
+                       + f" \\({re.escape(TEST_LABELS)} not found there\\)"):
+        load_mnist(given, train=False)
+    with pytest.raises(FileNotFoundError, match=re.escape(TRAIN_IMAGES)):
+        load_mnist(tmp_path, train=True, allow_sample=True)  # a given root is never replaced
+    assert capsys.readouterr().err == ""                     # no notice of a sample either
 
 
 def test_load_mnist_without_the_sample_says_where_to_put_files(tmp_path):

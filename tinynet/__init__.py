@@ -5,9 +5,14 @@ Its subject is Layer Normalization (Ba, Kiros & Hinton, 2016). The pieces:
 * :mod:`tinynet.tensor` and :mod:`tinynet.autograd`: the Tensor and the engine;
 * :mod:`tinynet.ops`: every differentiable operation, one Function each;
 * :mod:`tinynet.backend`: NumPy on the CPU, CuPy on the GPU, kernel tables;
-* :mod:`tinynet.kernels`: the LayerNorm kernels (NumPy reference, Numba CPU/CUDA).
+* :mod:`tinynet.kernels`: the LayerNorm kernels (NumPy reference, Numba CPU/CUDA);
+* :mod:`tinynet.threads`: how many threads the computations use, and how idle ones wait.
 """
-from . import backend
+from . import threads
+
+threads.apply_wait_policy()    # before any OpenMP runtime loads (see threads.py)
+
+from . import backend  # noqa: E402
 from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
 from . import nn, optim  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -19,6 +24,8 @@ from .ops import (abs, argmax, argmin, cat, chunk, clamp, clip, concatenate, exp
                   log, log_softmax, logsumexp, matmul, max, maximum, mean, min, minimum,
                   permute, relu, reshape, sigmoid, softmax, split, sqrt, squeeze, stack,
                   std, sum, tanh, transpose, unbind, unsqueeze, var, where)
-from .serialization import load, save
+from .serialization import CheckpointError, load, save
+
+from .threads import get_num_threads, set_num_threads
 
 __version__ = "0.1.0"

@@ -3,6 +3,10 @@
 Every write is atomic: data goes to a temporary file in the target directory,
 which is renamed over the target only when complete, so a crash mid-write
 never leaves a truncated checkpoint behind (:func:`atomic_write`).
+
+:func:`load` tells the ways a file can fail to be a checkpoint apart, naming
+the file: missing (``FileNotFoundError``), truncated or corrupt, or some other
+kind of file (:class:`CheckpointError`).
 """
 from __future__ import annotations
 
@@ -10,15 +14,28 @@ import contextlib
 import json
 import os
 import tempfile
+import zipfile
+import zlib
 
 import numpy as np
 
 from .backend import as_numpy
 from .tensor import Tensor
 
-__all__ = ["atomic_write", "save", "load"]
+__all__ = ["CheckpointError", "atomic_write", "save", "load"]
 
 _STRUCTURE_KEY = "__tinynet_structure__"
+_ZIP_SIGNATURE = b"PK\x03\x04"     # how every .npz that holds an array begins
+_NPY_SIGNATURE = b"\x93NUMPY"
+
+
+class CheckpointError(ValueError):
+    """A file that :func:`load` cannot read as a tinynet checkpoint: truncated,
+    corrupt, or not a checkpoint at all. The message names the file and which.
+
+    A ``ValueError``: the file exists and opens, but its content is not a
+    valid value for :func:`load` (as a malformed number is for ``float``).
+    """
 
 
 @contextlib.contextmanager
@@ -94,15 +111,51 @@ def save(obj, path) -> None:
 
 
 def load(path):
-    """Read what :func:`save` wrote; tensors come back on the CPU."""
-    try:
-        with np.load(os.fspath(path), allow_pickle=False) as archive:
-            if _STRUCTURE_KEY not in archive.files:
-                raise ValueError(f"{path} is not a tinynet checkpoint (no structure record)")
-            structure = json.loads(str(archive[_STRUCTURE_KEY]))
-            arrays = [archive[f"a{i}"] for i in range(len(archive.files) - 1)]
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError, KeyError, EOFError) as error:
-        raise ValueError(f"cannot read tinynet checkpoint {path}: {error}") from None
-    return _decode(structure, arrays)
+    """Read what :func:`save` wrote; tensors come back on the CPU.
+
+    Raises ``FileNotFoundError`` when there is no file at ``path``, and
+    :class:`CheckpointError` when the file is truncated or corrupt, or is not a
+    tinynet checkpoint (a text file, a ``.npy``, an ``.npz`` from ``numpy.savez``).
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as file:
+        start = file.read(len(_NPY_SIGNATURE))
+        if not start.startswith(_ZIP_SIGNATURE):
+            raise _unreadable(path, _not_an_archive(start))
+        file.seek(0)
+        try:
+            with np.load(file, allow_pickle=False) as archive:
+                if _STRUCTURE_KEY not in archive.files:
+                    raise _unreadable(path, "it is not a tinynet checkpoint: an .npz archive "
+                                      "without tinynet's structure record (numpy.savez "
+                                      "writes such files, tinynet.save checkpoints)")
+                structure = json.loads(str(archive[_STRUCTURE_KEY]))
+                arrays = [archive[f"a{i}"] for i in range(len(archive.files) - 1)]
+                return _decode(structure, arrays)
+        except CheckpointError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError, IndexError,
+                NotImplementedError, OSError) as error:    # the ways a damaged zip fails
+            raise _unreadable(path, f"the file is truncated or corrupt ({_describe(error)})"
+                              ) from None
+
+
+def _unreadable(path: str, why: str) -> CheckpointError:
+    return CheckpointError(f"cannot read tinynet checkpoint {path}: {why}")
+
+
+def _not_an_archive(start: bytes) -> str:
+    """Why a file that does not begin as an .npz archive does is no checkpoint."""
+    if not start:
+        return "the file is empty (0 bytes): truncated, or never written"
+    if _ZIP_SIGNATURE.startswith(start):
+        return "the file is truncated, within its first zip header"
+    kind = "a NumPy .npy array" if start == _NPY_SIGNATURE else "not a zip archive"
+    return (f"it is not a tinynet checkpoint: tinynet.save writes .npz (zip) archives, "
+            f"and this file is {kind}")
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, zipfile.BadZipFile) and "not a zip file" in str(error):
+        return "the zip archive's closing directory, at the file's end, is missing"
+    return f"{type(error).__name__}: {error}"

@@ -8,8 +8,8 @@ The data is the four standard IDX files, gzip-compressed, in one directory::
 The default directory is ``$TINYNET_DATA/mnist`` when the environment variable
 ``TINYNET_DATA`` is set, else ``~/.cache/tinynet/mnist``. The package also
 bundles a sample in the same format, the first 10,000 training examples and
-the whole test set; :func:`load_mnist` falls back on it, so that examples run
-offline.
+the whole test set; :func:`load_mnist` falls back on it when given no directory,
+so that examples run offline.
 """
 from __future__ import annotations
 
@@ -144,18 +144,26 @@ _sample_noticed = False      # the notice is printed once per process
 
 def load_mnist(root=None, train: bool = True, allow_sample: bool = True,
                flatten: bool = True, notice: bool = True) -> MNIST:
-    """The full MNIST if it is on this machine, else the bundled sample. Never downloads.
+    """MNIST from ``root`` if given, else found on this machine, else the bundled sample.
 
-    Looks in ``root`` if given, else in ``$TINYNET_DATA/mnist`` (when set) and
-    ``~/.cache/tinynet/mnist``. When none holds the files, returns the bundled
-    sample (10,000 training examples, the full test set) with a one-line
-    notice on stderr (once per process; ``notice=False`` silences it), or raises ``FileNotFoundError`` if ``allow_sample`` is
-    false. Check ``dataset.is_sample`` to know which one you got::
+    Never downloads. A ``root`` given must hold the split's files: ``FileNotFoundError``
+    naming the directory and the files otherwise, never the sample in their
+    place. With ``root=None`` it looks in ``$TINYNET_DATA/mnist`` (when set)
+    and ``~/.cache/tinynet/mnist``; when neither holds the files it returns the
+    bundled sample (10,000 training examples, the full test set) with a
+    one-line notice on stderr (once per process; ``notice=False`` silences
+    it), or raises ``FileNotFoundError`` if ``allow_sample`` is false. Check
+    ``dataset.is_sample`` to know which one you got::
 
         train = load_mnist(train=True)
         test = load_mnist(train=False)
     """
-    roots = _search_roots() if root is None else [Path(root).expanduser()]
+    if root is not None:
+        root = Path(root).expanduser()
+        if not _has_split(root, train):
+            raise FileNotFoundError(_missing_from_given_root(root, train))
+        return MNIST(root, train, download=False, flatten=flatten)
+    roots = _search_roots()
     for candidate in roots:
         if _has_split(candidate, train):
             return MNIST(candidate, train, download=False, flatten=flatten)
@@ -169,6 +177,19 @@ def load_mnist(root=None, train: bool = True, allow_sample: bool = True,
         print(f"tinynet: full MNIST not found in {where}; using the bundled sample "
               "(10,000 training and 10,000 test images)", file=sys.stderr)
     return sample
+
+
+def _missing_from_given_root(root: Path, train: bool) -> str:
+    """What is missing from a directory given for MNIST, and what to do."""
+    if not root.is_dir():
+        found = "the directory does not exist"
+    else:
+        missing = [name for name in _split_files(train) if not (root / name).is_file()]
+        found = f"{', '.join(missing)} not found there"
+    return (f"MNIST: no {_split_name(train)} set in {root} ({found}); a directory given "
+            f"must hold {', '.join(MNIST_FILES)} (download_mnist(root) fetches them); "
+            "give none to search the default directories and fall back on the bundled "
+            "sample")
 
 
 def _by_hand(directory: Path) -> str:
