@@ -16,6 +16,11 @@ about one float32 ulp of 10⁴ (≈ 10⁻³), which is 10 % of σ: x̂ comes out
 by that much. The shifted row holds values of size σ, whose mean is exact to
 float32 precision; statistics are accumulated in float64 and the saved float64
 mean keeps x̂ accurate in the backward too.
+
+RMSNorm (Zhang & Sennrich, 2019) drops the mean: each row is divided by its root
+mean square, rms = sqrt((1/H) Σ_i a_i² + ε), and scaled by g. With no mean to
+subtract there is nothing to cancel; the squares are taken and summed in float64,
+which also keeps them finite for float32 inputs above 10¹⁹.
 """
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ import numpy as np
 
 from tinynet.backend import get_array_module
 
-__all__ = ["layer_norm_forward", "layer_norm_backward", "adam_step"]
+__all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms_norm_backward",
+           "adam_step"]
 
 
 def layer_norm_forward(x, gain, bias, eps):
@@ -67,6 +73,47 @@ def layer_norm_backward(dy, x, mean, rstd, gain):
     dgain = (dy * x_hat).sum(axis=0)
     dbias = dy.sum(axis=0, dtype=np.float64)
     return dx.astype(x.dtype), dgain.astype(gain.dtype), dbias.astype(gain.dtype)
+
+
+def rms_norm_forward(x, gain, eps):
+    """Divide each row of ``x`` (rows, H) by its root mean square; return ``(y, rstd)``.
+
+    ::
+
+        rstd = 1 / sqrt((1/H) Σ_i x_i² + ε)        x̂ = x · rstd        y = g · x̂
+
+    ``gain`` has shape (H,), or is None for no affine step. ``y`` has x's dtype;
+    ``rstd`` is float64, one per row.
+    """
+    x64 = x.astype(np.float64, copy=False)
+    mean_square = (x64 * x64).mean(axis=1, keepdims=True)
+    rstd = 1.0 / get_array_module(x).sqrt(mean_square + eps)
+    x_hat = x64 * rstd
+    y = x_hat if gain is None else x_hat * gain
+    return y.astype(x.dtype), rstd[:, 0]
+
+
+def rms_norm_backward(dy, x, rstd, gain):
+    """Gradients of rms_norm_forward: ``(dx, dgain)``.
+
+    With g = dy · gain and x̂ = x · rstd, differentiating through rstd
+    (∂rstd/∂x_i = −rstd³ x_i / H) gives::
+
+        dx = rstd · (g − x̂ · mean(g · x̂))      per row
+        dgain = Σ_rows dy · x̂
+
+    Unlike LayerNorm's there is no mean(g) term (the output changes when a row
+    is shifted), and Σ_i dx_i x_i = rstd³ · ε · Σ_i g_i x_i: zero when ε = 0, for
+    any gain, because the output cannot change when a row is scaled.
+    ``dgain`` is None when ``gain`` is None.
+    """
+    x_hat = x.astype(np.float64, copy=False) * rstd[:, None]
+    g = dy if gain is None else dy * gain
+    dx = rstd[:, None] * (g - x_hat * (g * x_hat).mean(axis=1, keepdims=True))
+    if gain is None:
+        return dx.astype(x.dtype), None
+    dgain = (dy * x_hat).sum(axis=0)
+    return dx.astype(x.dtype), dgain.astype(gain.dtype)
 
 
 def adam_step(param, grad, exp_avg, exp_avg_sq, step, lr, beta1, beta2, eps,

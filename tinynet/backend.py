@@ -3,7 +3,7 @@
 Op code is written once against ``xp = get_array_module(array)`` (the pattern of
 DeZero and Chainer). What differs per device lives in a :class:`Backend`:
 its array module, its random generator, and its *kernel table*, the place
-where fused kernels (LayerNorm, the Adam update) plug in. The NumPy
+where fused kernels (LayerNorm, RMSNorm, the Adam update) plug in. The NumPy
 reference implementations in ``tinynet.kernels.reference`` are the spec every
 table entry must agree with.
 
@@ -186,6 +186,8 @@ class KernelTable:
 _REFERENCE_ENTRIES = {
     "layer_norm_forward": "tinynet.kernels.reference:layer_norm_forward",
     "layer_norm_backward": "tinynet.kernels.reference:layer_norm_backward",
+    "rms_norm_forward": "tinynet.kernels.reference:rms_norm_forward",
+    "rms_norm_backward": "tinynet.kernels.reference:rms_norm_backward",
     "adam_step": "tinynet.kernels.reference:adam_step",
 }
 
@@ -220,6 +222,8 @@ def _make_cpu_backend() -> Backend:
     kernels = KernelTable({
         "layer_norm_forward": "tinynet.kernels.cpu:layer_norm_forward",
         "layer_norm_backward": "tinynet.kernels.cpu:layer_norm_backward",
+        "rms_norm_forward": "tinynet.kernels.reference:rms_norm_forward",
+        "rms_norm_backward": "tinynet.kernels.reference:rms_norm_backward",
         "adam_step": "tinynet.kernels.cpu:adam_step",
     })
     return Backend("cpu", np, kernels, np.random.default_rng)
@@ -230,6 +234,8 @@ def _make_cuda_backend() -> Backend:
     kernels = KernelTable({
         "layer_norm_forward": "tinynet.kernels.cuda:layer_norm_forward",
         "layer_norm_backward": "tinynet.kernels.cuda:layer_norm_backward",
+        "rms_norm_forward": "tinynet.kernels.reference:rms_norm_forward",
+        "rms_norm_backward": "tinynet.kernels.reference:rms_norm_backward",
         "adam_step": "tinynet.kernels.reference:adam_step",
     })
     return Backend("cuda", cupy, kernels, cupy.random.default_rng)

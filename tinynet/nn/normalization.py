@@ -1,14 +1,14 @@
-"""LayerNorm, BatchNorm1d, and batch norm with per-time-step statistics."""
+"""LayerNorm, RMSNorm, BatchNorm1d, and batch norm with per-time-step statistics."""
 from __future__ import annotations
 
 import numbers
 
 from .. import creation
-from ..hyperparameters import check_count
+from ..hyperparameters import check_count, check_real
 from . import functional as F
 from .module import Module, Parameter
 
-__all__ = ["LayerNorm", "BatchNorm1d", "StepwiseBatchNorm"]
+__all__ = ["LayerNorm", "RMSNorm", "BatchNorm1d", "StepwiseBatchNorm"]
 
 
 class LayerNorm(Module):
@@ -38,6 +38,38 @@ class LayerNorm(Module):
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class RMSNorm(Module):
+    """Root mean square layer normalization (Zhang & Sennrich, 2019), as PyTorch's.
+
+    Each sample is divided by the root mean square of its trailing
+    ``normalized_shape`` dims, ε inside the square root (``eps=None``: the
+    machine epsilon of the input's dtype), then scaled by ``weight`` (init 1).
+    LayerNorm without the mean: no re-centering, no bias.
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True,
+                 device=None, dtype=None):
+        super().__init__()
+        if not isinstance(normalized_shape, (tuple, list)):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(check_count("RMSNorm", "normalized_shape", n)
+                                      for n in normalized_shape)
+        self.eps = None if eps is None else check_real("RMSNorm", "eps", eps, low=0)
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(creation.ones(self.normalized_shape, dtype=dtype,
+                                                  device="cpu" if device is None else device))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "

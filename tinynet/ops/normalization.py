@@ -1,7 +1,7 @@
-"""Layer normalization and batch normalization as single fused graph nodes.
+"""Layer, RMS and batch normalization as single fused graph nodes.
 
-Both normalize x to x̂ = (x − μ)/σ and return y = γ x̂ + β; they differ only in
-*which* elements share μ and σ (Ba, Kiros & Hinton, 2016, Eqs. 2-4):
+LayerNorm and BatchNorm normalize x to x̂ = (x − μ)/σ and return y = γ x̂ + β;
+they differ only in *which* elements share μ and σ (Ba, Kiros & Hinton, 2016, Eqs. 2-4):
 
 * LayerNorm: the H features of one sample (a row) — each sample on its own;
 * BatchNorm: one feature across the samples of the batch (a column).
@@ -12,15 +12,17 @@ with g = dy · γ and m values sharing one mean::
     dx = (1/σ) · (g − mean(g) − x̂ · Σ(g x̂) / (m − correction))
 
 (correction = 0 for the biased variance of the paper; 1 for the unbiased one).
-LayerNorm runs through the device's kernel table, whose NumPy reference is
-``tinynet.kernels.reference``; BatchNorm is array code written here.
+RMSNorm (Zhang & Sennrich, 2019) is LayerNorm without the mean: x̂ = x / rms(x),
+so its backward loses the mean(g) term. LayerNorm and RMSNorm run through the
+device's kernel table, whose NumPy reference is ``tinynet.kernels.reference``;
+BatchNorm is array code written here.
 """
 from __future__ import annotations
 
 from ..autograd import Function
 from ..backend import device_of, get_array_module, get_backend
 
-__all__ = ["LayerNormFunction", "BatchNormFunction"]
+__all__ = ["LayerNormFunction", "RMSNormFunction", "BatchNormFunction"]
 
 
 class LayerNormFunction(Function):
@@ -55,6 +57,36 @@ class LayerNormFunction(Function):
         return (dx.reshape(x_shape),
                 None if gain_shape is None else dgain.reshape(gain_shape),
                 None if bias_shape is None else dbias.reshape(bias_shape),
+                None, None)
+
+
+class RMSNormFunction(Function):
+    """y = γ · x / sqrt(mean(x²) + ε) over the trailing ``size`` elements of x.
+
+    Rows, dtype promotion and saved statistics as in :class:`LayerNormFunction`.
+    """
+
+    @staticmethod
+    def forward(ctx, x, gain, size, eps):
+        kernels = get_backend(device_of(x)).kernels
+        xp = get_array_module(x)
+        dtype = xp.result_type(*(a for a in (x, gain) if a is not None))
+        rows = xp.ascontiguousarray(x.reshape(-1, size), dtype=dtype)
+        flat_gain = None if gain is None else gain.reshape(size).astype(dtype, copy=False)
+        y, rstd = kernels.rms_norm_forward(rows, flat_gain, eps)
+        ctx.save_for_backward(rows, rstd, flat_gain)
+        ctx.shapes = (x.shape, None if gain is None else gain.shape)
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        rows, rstd, gain = ctx.saved
+        x_shape, gain_shape = ctx.shapes
+        kernels = get_backend(device_of(rows)).kernels
+        grad_rows = get_array_module(grad).ascontiguousarray(grad.reshape(rows.shape))
+        dx, dgain = kernels.rms_norm_backward(grad_rows, rows, rstd, gain)
+        return (dx.reshape(x_shape),
+                None if gain_shape is None else dgain.reshape(gain_shape),
                 None, None)
 
 
