@@ -7,8 +7,11 @@
 60,000 are held out for validation; with the bundled 10,000-image sample, the
 last 1/12 likewise), evaluated on the 10,000 test images with BN in eval mode.
 
+``--optimizer adamw`` and ``--schedule step|cosine`` (an lr schedule fitted to
+the training budget) depart from the paper's setup.
+
 ``--out DIR`` writes ``DIR/result.json`` and, while training, an atomic
-``DIR/checkpoint.npz`` that ``--resume`` continues from.
+``DIR/checkpoint.npz`` (model, optimizer and schedule) that ``--resume`` continues from.
 """
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ from tinynet.serialization import atomic_write
 
 HELD_OUT_FRACTION = 1 / 12          # 5,000 of MNIST's 60,000 training images
 TRAIN_EXAMPLES = 55_000
+OPTIMIZERS = {"adam": tinynet.optim.Adam, "adamw": tinynet.optim.AdamW}
+SCHEDULES = ("none", "step", "cosine")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: one epoch)")
     budget.add_argument("--epochs", type=float, help="training budget in epochs")
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="adam",
+                        help="adamw: PyTorch's default weight decay, 0.01")
+    parser.add_argument("--schedule", choices=SCHEDULES, default="none",
+                        help="lr schedule over the budget: step (x0.1 at 1/2 and 3/4 of "
+                        "it) or cosine (down to 0 at its end)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data", help="directory holding the four MNIST .gz files "
                         "(default: $TINYNET_DATA/mnist, ~/.cache/tinynet/mnist, else the "
@@ -101,11 +111,13 @@ def train(args, progress=True) -> dict:
     config = {"norm": args.norm, "batch_size": args.batch_size, "seed": args.seed,
               "budget": examples, "examples": steps * args.batch_size, "lr": args.lr,
               "data": splits["source"]}
+    config.update(optimizer=args.optimizer, schedule=args.schedule)
     checkpoint_path = os.path.join(args.out, "checkpoint.npz") if args.out else None
 
     tinynet.manual_seed(args.seed)
     model = MLP(args.norm).to(args.device)
-    optimizer = tinynet.optim.Adam(model.parameters(), lr=args.lr)
+    optimizer = OPTIMIZERS[args.optimizer](model.parameters(), lr=args.lr)
+    scheduler = make_scheduler(args.schedule, optimizer, steps)
     loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, drop_last=True,
                         seed=args.seed)
     state = {"step": 0, "epoch_start_rng": loader.generator_state(), "seconds": 0.0,
@@ -119,6 +131,8 @@ def train(args, progress=True) -> dict:
                              f"not {config}")
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
+        if scheduler is not None:
+            scheduler.load_state_dict(saved["scheduler"])
         state = saved["state"]
 
     curve_at = sorted({round(steps * (k + 1) / args.curve_points) for k in range(args.curve_points)})
@@ -136,6 +150,8 @@ def train(args, progress=True) -> dict:
             loss = F.cross_entropy(model(images.to(args.device)), labels.to(args.device).data)
             loss.backward()
             optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
             state["step"] += 1
             bar.update(1)
             if state["step"] % 50 == 0:
@@ -149,7 +165,7 @@ def train(args, progress=True) -> dict:
                 break
             if checkpoint_path and time.perf_counter() - last_save > args.checkpoint_every:
                 state["seconds"] += time.perf_counter() - started
-                _save_checkpoint(checkpoint_path, model, optimizer, state, config)
+                _save_checkpoint(checkpoint_path, model, optimizer, scheduler, state, config)
                 last_save = started = time.perf_counter()
         state["seconds"] += time.perf_counter() - started
         if state["step"] % per_epoch == 0:
@@ -163,13 +179,25 @@ def train(args, progress=True) -> dict:
                   examples_per_second=config["examples"] / max(state["seconds"], 1e-9),
                   curve=state["curve"])
     if args.out:
-        _save_checkpoint(checkpoint_path, model, optimizer, state, config)
+        _save_checkpoint(checkpoint_path, model, optimizer, scheduler, state, config)
         write_json(os.path.join(args.out, "result.json"), result)
     return result
 
 
-def _save_checkpoint(path, model, optimizer, state, config) -> None:
+def make_scheduler(schedule: str, optimizer, steps: int):
+    """The ``--schedule`` over a budget of ``steps`` optimizer steps (None for none)."""
+    schedulers = tinynet.optim.lr_scheduler
+    if schedule == "step":
+        milestones = sorted({max(1, steps // 2), max(1, 3 * steps // 4)})
+        return schedulers.MultiStepLR(optimizer, milestones, gamma=0.1)
+    if schedule == "cosine":
+        return schedulers.CosineAnnealingLR(optimizer, T_max=steps)
+    return None
+
+
+def _save_checkpoint(path, model, optimizer, scheduler, state, config) -> None:
     tinynet.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                  "scheduler": None if scheduler is None else scheduler.state_dict(),
                   "state": state, "config": config}, path)
 
 

@@ -144,3 +144,28 @@ CASES += [
     OpCase("split_partial_use", lambda lib, a: a.split([1, 2, 1], dim=1)[2], ((3, 4),)),
     OpCase("chunk_reuse", lambda lib, a: a.chunk(2, dim=0)[0] * a.chunk(2, dim=0)[1], ((4, 3),)),
 ]
+
+INF = float("inf")
+
+CASES += [
+    OpCase("clone", lambda lib, a: a.clone() * a, ((3, 4),)),
+    OpCase("repeat", lambda lib, a: a.repeat(2, 3), ((3, 4),)),
+    OpCase("repeat_leading_dims", lambda lib, a: a.repeat(2, 1, 3), ((3, 1),)),
+    OpCase("repeat_scalar", lambda lib, a: a.repeat(2, 3), ((),)),
+    OpCase("masked_fill", lambda lib, a, b: a.masked_fill(b > 0, 2.0) * b, ((3, 4), (4,))),
+    OpCase("masked_fill_tensor_value", lambda lib, a, v: a.masked_fill(a > 0, v), ((3, 4), ())),
+    OpCase("masked_fill_mask_broadcasts_x",
+           lambda lib, a, b: a.masked_fill(b > 0, -1.0) * b, ((4,), (3, 4))),
+    OpCase("norm", lambda lib, a: a.norm(), ((3, 4),)),
+    OpCase("norm_fro_dims", lambda lib, a: a.norm("fro", dim=(0, 2)), ((2, 3, 4),)),
+    OpCase("norm_1_dim", lambda lib, a: a.norm(1, dim=1), ((3, 4),), "away_from_zero"),
+    OpCase("norm_inf_keepdim", lambda lib, a: a.norm(INF, dim=0, keepdim=True), ((3, 4),)),
+    OpCase("norm_minus_inf", lambda lib, a: a.norm(-INF, dim=-1), ((3, 4),)),
+    OpCase("norm_3", lambda lib, a: a.norm(3, dim=(0, 1)), ((3, 4, 2),)),
+    OpCase("norm_1_5", lambda lib, a: a.norm(1.5), ((3, 4),), "away_from_zero"),
+    OpCase("norm_0_5", lambda lib, a: a.norm(0.5, dim=1), ((3, 4),), "away_from_zero"),
+    OpCase("var_correction_2_dims", lambda lib, a: a.var(dim=(0, 2), correction=2), ((3, 2, 4),)),
+    OpCase("std_biased_dims", lambda lib, a: a.std(dim=(1, 2), correction=0, keepdim=True),
+           ((2, 3, 4),)),
+    OpCase("std_unbiased_false", lambda lib, a: a.std(0, False), ((4, 3),)),
+]

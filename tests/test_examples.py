@@ -1,6 +1,7 @@
 """The example scripts end to end, on tiny budgets."""
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -64,6 +65,35 @@ def test_resume_refuses_a_different_configuration(tmp_path):
         mnist_mlp.train(args)
 
 
+@pytest.mark.parametrize("extra", [["--schedule", "step"],
+                                   ["--schedule", "cosine", "--optimizer", "adamw"]])
+def test_mnist_mlp_resumes_its_lr_schedule_exactly(tmp_path, monkeypatch, extra):
+    mnist_mlp.train(_mlp_args(tmp_path / "a", *extra))
+
+    real_step = tinynet.optim.Adam.step              # AdamW's step too
+    calls = {"n": 0}
+
+    def crashing_step(self):
+        calls["n"] += 1
+        if calls["n"] == 6:                          # of 8; the step schedule decays at 4 and 6
+            raise KeyboardInterrupt("simulated crash")
+        real_step(self)
+
+    monkeypatch.setattr(tinynet.optim.Adam, "step", crashing_step)
+    with pytest.raises(KeyboardInterrupt):
+        mnist_mlp.train(_mlp_args(tmp_path / "b", "--checkpoint-every", "0", *extra))
+    monkeypatch.setattr(tinynet.optim.Adam, "step", real_step)
+    assert tinynet.load(tmp_path / "b" / "checkpoint.npz")["scheduler"]["last_epoch"] == 5
+    mnist_mlp.train(_mlp_args(tmp_path / "b", "--resume", *extra))
+
+    uninterrupted, resumed = (tinynet.load(tmp_path / run / "checkpoint.npz") for run in "ab")
+    lrs = [[g["lr"] for g in c["optimizer"]["param_groups"]] for c in (uninterrupted, resumed)]
+    assert lrs[0] == lrs[1] and lrs[0][0] < 1e-3 / 50          # the schedule ran to its end
+    assert resumed["scheduler"] == uninterrupted["scheduler"]
+    for name, weight in uninterrupted["model"].items():
+        np.testing.assert_array_equal(resumed["model"][name], weight, err_msg=name)
+
+
 def test_sweep_runs_in_workers_appends_and_skips_done_runs(tmp_path, capsys):
     argv = ["--norms", "layer", "none", "--batch-sizes", "8", "--seeds", "0",
             "--examples", "64", "--workers", "2", "--out", str(tmp_path)]
@@ -101,3 +131,24 @@ def test_ln_lstm_script(tmp_path, task):
         else:
             assert np.isfinite([result["mse_at_T"], result["mse_at_2T"], result["mse_at_4T"]]).all()
     assert (tmp_path / "curves.png").exists()
+
+
+@pytest.mark.parametrize("script, argv", [
+    ("mnist_mlp.py", ["--examples", "64", "--no-progress"]),
+    ("ln_lstm.py", ["--task", "mnist", "--steps", "1", "--no-progress"]),
+    ("batch_size_sweep.py", ["--norms", "layer", "--batch-sizes", "8", "--seeds", "0",
+                             "--examples", "64", "--workers", "1"]),
+])
+def test_a_data_directory_without_mnist_is_an_error_naming_it(tmp_path, script, argv):
+    """An explicit --data never falls back on the bundled sample."""
+    missing = tmp_path / "no-mnist-here"
+    env = {k: v for k, v in os.environ.items() if k != "TINYNET_DATA"}
+    run = subprocess.run([sys.executable, os.path.join(EXAMPLES, script), *argv,
+                          "--data", str(missing), "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode != 0
+    assert f"no training set in {missing}" in run.stderr or \
+        f"no test set in {missing}" in run.stderr
+    assert "train-images-idx3-ubyte.gz" in run.stderr
+    assert "bundled sample" not in run.stdout
+    assert not (tmp_path / "out").exists()

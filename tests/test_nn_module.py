@@ -207,3 +207,60 @@ def test_a_float64_batch_through_a_float32_layer_is_computed_in_float64(make):
         assert p.grad.dtype == np.float32
         np.testing.assert_allclose(p.grad.numpy(), p_twin.grad.numpy(), rtol=1e-6, atol=1e-6)
     tinynet.optim.Adam(layer.parameters()).step()
+
+
+def test_double_float_and_positional_to_cast_only_floating_point_state():
+    block = Block()
+    weight = block.fc.weight
+    assert block.double() is block and weight.dtype == np.float64 and block.fc.weight is weight
+    assert block.norm.running_var.dtype == np.float64
+    assert block.norm.num_batches_tracked.dtype == np.int64      # integers stay integers
+    assert block.float() is block and weight.dtype == np.float32
+    assert block.to(tinynet.float64) is block and weight.dtype == np.float64
+    assert block.to("cpu", tinynet.float32) is block and weight.dtype == np.float32
+    with pytest.raises(TypeError, match="Block.to: only floating-point dtypes"):
+        block.to(tinynet.int64)
+
+
+def test_double_matches_torch_module_double():
+    torch = pytest.importorskip("torch")
+    ours, ref = nn.Linear(3, 2), torch.nn.Linear(3, 2)
+    ours.weight.grad = tinynet.ones(2, 3)
+    ref.weight.grad = torch.ones(2, 3)
+    ours.double(), ref.double()
+    assert str(ours.weight.dtype) == str(ref.weight.dtype).replace("torch.", "")
+    assert str(ours.weight.grad.dtype) == str(ref.weight.grad.dtype).replace("torch.", "")
+
+
+def test_apply_visits_children_before_parents_and_returns_self():
+    torch = pytest.importorskip("torch")
+
+    def visit_order(lib):
+        shared = lib.nn.Linear(2, 2)
+        model = lib.nn.Sequential(lib.nn.Sequential(shared, lib.nn.Tanh()), shared,
+                                  lib.nn.ReLU())
+        seen = []
+        assert model.apply(lambda m: seen.append(type(m).__name__)) is model
+        return seen
+
+    assert visit_order(tinynet) == visit_order(torch) == [
+        "Linear", "Tanh", "Sequential", "Linear", "ReLU", "Sequential"]
+
+
+def test_apply_initializes_weights():
+    def init_weights(module):
+        if isinstance(module, nn.Linear):
+            nn.init.constant_(module.weight, 0.5)
+
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Sequential(nn.Linear(3, 1)))
+    model.apply(init_weights)
+    assert all((m.weight.numpy() == 0.5).all() for m in model.modules()
+               if isinstance(m, nn.Linear))
+
+
+def test_a_child_registered_twice_is_one_child():
+    torch = pytest.importorskip("torch")
+    for lib in (tinynet, torch):
+        parent, child = lib.nn.Module(), lib.nn.Linear(2, 2)
+        parent.a, parent.b = child, child
+        assert [name for name, _ in parent.named_children()] == ["a"]

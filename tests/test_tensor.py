@@ -5,9 +5,11 @@ import pytest
 import tinynet
 
 
-def test_python_data_becomes_float32():
-    assert tinynet.tensor([1, 2, 3]).dtype == np.float32
+def test_python_data_gets_pytorchs_dtype():
+    assert tinynet.tensor([1, 2, 3]).dtype == np.int64
+    assert tinynet.tensor([1, 2.5]).dtype == np.float32
     assert tinynet.tensor(2.5).dtype == np.float32
+    assert tinynet.tensor([True, False]).dtype == np.bool_
     assert tinynet.tensor([[1.0], [2.0]]).shape == (2, 1)
 
 

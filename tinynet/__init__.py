@@ -14,9 +14,9 @@ threads.apply_wait_policy()    # before any OpenMP runtime loads (see threads.py
 
 from . import backend  # noqa: E402
 from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
-from . import nn, optim  # noqa: E402
+from . import data, nn, optim, testing  # noqa: E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .backend import cuda_is_available, get_array_module, use_reference_kernels
+from .backend import cuda_is_available, get_array_module, use_kernels, use_reference_kernels
 from .creation import (arange, bool_, empty, float32, float64, from_numpy, full,
                        full_like, int32, int64, manual_seed, ones, ones_like, rand,
                        rand_like, randn, randn_like, tensor, zeros, zeros_like)

@@ -22,6 +22,12 @@ and accumulating the ones that reach leaves into ``leaf.grad``.
 
 Only first-order gradients are supported: backward code works on arrays, so
 it is not itself recorded (no double backward).
+
+In-place methods (``add_``, ``zero_``... in :mod:`tinynet.inplace`) bump a
+tensor's ``_version``. A recorded node notes its input tensors' versions, and
+the backward pass refuses to run a node whose inputs changed since the
+forward, as PyTorch does: the arrays it saved would no longer be the ones
+its gradient formula assumes.
 """
 from __future__ import annotations
 
@@ -96,6 +102,8 @@ class Context:
 
     freed = False
     num_outputs = 1
+    versions = ()               # the input tensors' _version when the node was recorded
+    modified_output = None      # (output index, version) once an output was written in place
 
     def save_for_backward(self, *arrays):
         self.saved = arrays
@@ -113,6 +121,10 @@ class Context:
 
 class Function:
     """Base class of every differentiable operation (see the module docstring)."""
+
+    #: False for ops whose backward never reads the input tensors' values (only
+    #: their shapes, or the op's own output): their inputs are not version-checked.
+    backward_reads_inputs = True
 
     @staticmethod
     def forward(ctx, *inputs, **params):
@@ -146,6 +158,9 @@ class Function:
         if record:
             ctx.fn = cls
             ctx.inputs = inputs
+            if cls.backward_reads_inputs:
+                ctx.versions = tuple([x._version if isinstance(x, Tensor) else 0
+                                      for x in inputs])
         if type(output) is tuple:
             if record:
                 ctx.num_outputs = len(output)
@@ -259,6 +274,8 @@ def run_backward(root, grad=None, retain_graph=False):
                 "Trying to backward through the graph a second time: its saved "
                 "values were freed after the first backward. Call "
                 "backward(retain_graph=True) the first time if you need to.")
+        if node.versions or node.modified_output is not None:
+            _check_unmodified(node)
         input_grads = node.fn.backward(node, *grads_out)
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
@@ -270,6 +287,24 @@ def run_backward(root, grad=None, retain_graph=False):
     stored = set()   # ids of arrays handed to a leaf: never hand one over twice
     for leaf, g in sums.leaves():
         leaf._accumulate_grad(g, stored)
+
+
+def _check_unmodified(node):
+    """Refuse a node whose inputs (or outputs) were written in place after its forward."""
+    for i, (x, version) in enumerate(zip(node.inputs, node.versions)):
+        if isinstance(x, _tensor.Tensor) and x._version != version:
+            _raise_modified(f"input {i} of {node.fn.__name__} (a tensor of shape "
+                            f"{tuple(x.shape)})", x._version, version)
+    if node.modified_output is not None:
+        index, version = node.modified_output
+        _raise_modified(f"output {index} of {node.fn.__name__}", version, 0)
+
+
+def _raise_modified(what, version, expected):
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {what} is at version {version}; expected version {expected} "
+        "instead. Change it after backward(), or change a clone() of it.")
 
 
 def _sum_key(x):

@@ -25,21 +25,61 @@ bool_ = np.bool_
 DEFAULT_DTYPE = np.float32
 
 
+# The dtype of a Python number in tensor() or full(), as in PyTorch.
+_PYTHON_DTYPES = ((bool, np.dtype(np.bool_)), (numbers.Integral, np.dtype(np.int64)),
+                  (numbers.Real, np.dtype(DEFAULT_DTYPE)),
+                  (numbers.Complex, np.dtype(np.complex64)))
+_KIND_ORDER = "buifc"
+
+
+def _scalar_dtype(value):
+    """A NumPy value's own dtype; bool, int64, float32 or complex64 for Python numbers."""
+    if hasattr(value, "dtype"):
+        return np.dtype(value.dtype)
+    for kind, dtype in _PYTHON_DTYPES:
+        if isinstance(value, kind):
+            return dtype
+    return None
+
+
+def _inferred_dtype(data):
+    """PyTorch's dtype for ``tensor(data)`` of (nested lists of) numbers and arrays.
+
+    The highest kind present wins (bool < unsigned < int < float < complex), at the
+    widest size among its values: ``[1, 2]`` is int64, ``[1, 2.5]`` float32 (the
+    default dtype), ``[np.float64(1), 2.0]`` float64. Empty data is float32.
+    """
+    found = set()
+    pending = [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (list, tuple, range)):
+            pending.extend(item)
+        elif isinstance(item, Tensor):
+            raise TypeError("tensor() of a list of Tensors: use tinynet.stack instead")
+        else:
+            dtype = _scalar_dtype(item)
+            if dtype is None:
+                raise TypeError(f"cannot make a tensor from {type(item).__name__} data")
+            found.add(dtype)
+    if not found:
+        return np.dtype(DEFAULT_DTYPE)
+    top = max(_KIND_ORDER.index(d.kind) for d in found)
+    return np.result_type(*[d for d in found if _KIND_ORDER.index(d.kind) == top])
+
+
 def _to_array(data, dtype=None, device=None):
     """The array behind ``tensor(data, dtype, device)``.
 
-    A NumPy (or CuPy) array keeps its dtype unless one is given; Python
-    numbers and (nested) lists become float32, the default dtype.
+    A NumPy (or CuPy) array keeps its dtype unless one is given; Python data
+    gets PyTorch's (see :func:`_inferred_dtype`).
     """
     if isinstance(data, Tensor):
         data = data.data
     if dtype is not None:
         dtype = np.dtype(dtype)
     elif not hasattr(data, "dtype") or isinstance(data, np.generic):
-        if isinstance(data, (bool, np.bool_)):
-            dtype = np.dtype(np.bool_)
-        else:
-            dtype = np.dtype(DEFAULT_DTYPE)
+        dtype = _inferred_dtype(data)
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
         raise TypeError("tensor() of a list of Tensors: use tinynet.stack instead")
     target = device if device is not None else _backend.device_of(data)
@@ -118,8 +158,12 @@ def randn(b, shape, dtype):
 
 
 def full(size, fill_value, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """A tensor filled with ``fill_value``, of its dtype by default (as PyTorch:
+    ``full((2,), 7)`` is int64, ``full((2,), 7.0)`` float32)."""
+    if dtype is None:
+        dtype = _inferred_dtype(fill_value)
     b = _backend.get_backend(device)
-    array = b.xp.full(tuple(size), fill_value, np.dtype(dtype or DEFAULT_DTYPE))
+    array = b.xp.full(_shape((size,)), fill_value, np.dtype(dtype))
     return Tensor._make_leaf(array, requires_grad)
 
 
@@ -150,8 +194,8 @@ randn_like = _like(randn)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
-                requires_grad=requires_grad)
+    return full(t.shape, fill_value, dtype=t.dtype if dtype is None else dtype,
+                device=device or t.device, requires_grad=requires_grad)
 
 
 def manual_seed(seed: int) -> None:

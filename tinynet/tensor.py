@@ -8,6 +8,8 @@ output of an operation otherwise; ``_node`` is then the graph node (a
 Methods follow PyTorch's names and signatures (``x.sum(dim, keepdim)``,
 ``x.transpose(d0, d1)``...); NumPy's ``axis``/``keepdims`` are accepted too.
 All of the arithmetic lives in :mod:`tinynet.ops`; this class only dispatches.
+The in-place methods (``add_``, ``zero_``, ``copy_``...) and their rules live
+in :mod:`tinynet.inplace`.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import numpy as np
 
 from . import autograd
 from . import backend as _backend
+from .inplace import InPlaceMethods
 
 __all__ = ["Tensor"]
 
@@ -23,8 +26,10 @@ def _is_float_dtype(dtype) -> bool:
     return np.issubdtype(dtype, np.floating)
 
 
-class Tensor:
-    __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "__weakref__")
+class Tensor(InPlaceMethods):
+    # _version counts the in-place writes to this tensor (see tinynet.inplace).
+    __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "_version",
+                 "__weakref__")
 
     # Make NumPy hand mixed expressions (ndarray + Tensor) over to Tensor.
     __array_ufunc__ = None
@@ -36,6 +41,7 @@ class Tensor:
         self.grad = None
         self._node = None
         self._output = 0
+        self._version = 0
         self._requires_grad = False
         self.requires_grad = requires_grad
 
@@ -58,6 +64,7 @@ class Tensor:
         t._requires_grad = requires_grad
         t._node = node
         t._output = output
+        t._version = 0
         return t
 
     # ------------------------------------------------------------------ autograd
@@ -108,6 +115,30 @@ class Tensor:
     def detach(self) -> "Tensor":
         """The same data, cut from the graph (shares memory, like PyTorch)."""
         return Tensor._make(self.data)
+
+    def clone(self) -> "Tensor":
+        """A copy with its own memory, still in the graph (gradients flow back)."""
+        return ops.clone(self)
+
+    # ---------------------------------------------------- new tensors like this one
+    def _new(self, factory, size, dtype, device, requires_grad, *args):
+        return factory(*size, *args, dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device,
+                       requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        """Zeros of ``size``, with this tensor's dtype and device unless given."""
+        return self._new(creation.zeros, size, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        return self._new(creation.ones, size, dtype, device, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        return self._new(creation.empty, size, dtype, device, requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None,
+                 requires_grad=False) -> "Tensor":
+        return self._new(creation.full, (size,), dtype, device, requires_grad, fill_value)
 
     # --------------------------------------------------------------- properties
     @property
@@ -261,6 +292,7 @@ class Tensor:
     def minimum(self, other): return ops.minimum(self, other)
     def clip(self, min=None, max=None): return ops.clip(self, min, max)
     clamp = clip
+    def masked_fill(self, mask, value): return ops.masked_fill(self, mask, value)
 
     def exp(self): return ops.exp(self)
     def log(self): return ops.log(self)
@@ -286,6 +318,9 @@ class Tensor:
             axis=None, keepdims=None):
         return ops.std(self, dim, unbiased, keepdim, correction=correction,
                        axis=axis, keepdims=keepdims)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        return ops.norm(self, p, dim, keepdim)
 
     def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
         return ops.max(self, dim, keepdim, axis=axis, keepdims=keepdims)
@@ -317,7 +352,10 @@ class Tensor:
     def squeeze(self, dim=None): return ops.squeeze(self, dim)
     def unsqueeze(self, dim): return ops.unsqueeze(self, dim)
     def expand(self, *sizes): return ops.expand(self, *sizes)
-    def split(self, split_size_or_sections, dim=0): return ops.split(self, split_size_or_sections, dim)
+    def repeat(self, *sizes): return ops.repeat(self, *sizes)
+    def split(self, split_size_or_sections, dim=0):
+        return ops.split(self, split_size_or_sections, dim)
+
     def unbind(self, dim=0): return ops.unbind(self, dim)
     def chunk(self, chunks, dim=0): return ops.chunk(self, chunks, dim)
 
@@ -331,4 +369,4 @@ class Tensor:
         return ops.permute(self, *reversed(range(self.ndim)))
 
 
-from . import ops  # noqa: E402  (ops build on Tensor, Tensor dispatches to ops)
+from . import creation, ops  # noqa: E402  (they build on Tensor, Tensor dispatches to them)

@@ -1,12 +1,15 @@
 """Layers with PyTorch's names, shapes and defaults (``tinynet.nn``)."""
-from . import functional, init
+from . import functional, init, utils
+from .activation import GELU, LogSoftmax, SiLU, Softmax
+from .embedding import Embedding
 from .layers import (CrossEntropyLoss, Dropout, Flatten, Identity, Linear, MSELoss, NLLLoss,
                      ReLU, Sigmoid, Tanh)
 from .module import Module, ModuleList, Parameter, Sequential
-from .normalization import BatchNorm1d, LayerNorm, StepwiseBatchNorm
+from .normalization import BatchNorm1d, LayerNorm, RMSNorm, StepwiseBatchNorm
 from .recurrent import LSTM, GateNorms, LSTMCell
 
 __all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "Linear",
            "ReLU", "Tanh", "Sigmoid", "Identity", "Flatten", "Dropout", "CrossEntropyLoss",
-           "NLLLoss", "MSELoss", "LayerNorm", "BatchNorm1d", "StepwiseBatchNorm", "LSTMCell",
-           "LSTM", "GateNorms"]
+           "NLLLoss", "MSELoss", "LayerNorm", "RMSNorm", "BatchNorm1d", "StepwiseBatchNorm",
+           "LSTMCell", "LSTM", "GateNorms",
+           "utils", "Softmax", "LogSoftmax", "GELU", "SiLU", "Embedding"]

@@ -4,15 +4,19 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy as np
+
 from ..backend import get_backend
 from ..hyperparameters import check_real
-from ..ops import dropout, linear, log_softmax, relu, sigmoid, softmax, tanh
+from ..ops import (dropout, embedding, gelu, linear, log_softmax, one_hot, relu, sigmoid,
+                   silu, softmax, tanh)
 from ..ops.loss import CrossEntropyFunction, check_class_targets
-from ..ops.normalization import BatchNormFunction, LayerNormFunction
+from ..ops.normalization import BatchNormFunction, LayerNormFunction, RMSNormFunction
 from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
-           "cross_entropy", "nll_loss", "mse_loss", "layer_norm", "batch_norm"]
+           "cross_entropy", "nll_loss", "mse_loss", "layer_norm", "rms_norm", "batch_norm",
+           "gelu", "silu", "one_hot", "embedding"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -62,12 +66,12 @@ def mse_loss(input, target, reduction: str = "mean"):
     return _reduce(diff * diff, reduction)
 
 
-def _normalized_size(x, normalized_shape):
+def _normalized_size(x, normalized_shape, where="layer_norm"):
     shape = ((normalized_shape,) if isinstance(normalized_shape, numbers.Integral)
              else tuple(normalized_shape))
     if x.ndim < len(shape) or tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise ValueError(
-            f"layer_norm: normalized_shape {shape} does not match the trailing "
+            f"{where}: normalized_shape {shape} does not match the trailing "
             f"dimensions of the input of shape {tuple(x.shape)}")
     return math.prod(shape)
 
@@ -87,6 +91,23 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
                 f"layer_norm: {name} of shape {tuple(p.shape)} does not match "
                 f"normalized_shape ({size} elements)")
     return LayerNormFunction.apply(x, weight, bias, size, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Divide each sample by the root mean square of its trailing ``normalized_shape``
+    dims (Zhang & Sennrich, 2019): y = weight · x / sqrt(mean(x²) + ε).
+
+    ``eps=None`` means ``finfo(input.dtype).eps``, as PyTorch.
+    """
+    shape = ((normalized_shape,) if isinstance(normalized_shape, numbers.Integral)
+             else tuple(normalized_shape))
+    size = _normalized_size(input, shape, "rms_norm")
+    eps = (float(np.finfo(input.dtype).eps) if eps is None
+           else check_real("rms_norm", "eps", eps, low=0))
+    if weight is not None and tuple(weight.shape) != shape:
+        raise ValueError(f"rms_norm: weight of shape {tuple(weight.shape)} does not match "
+                         f"normalized_shape {shape}")
+    return RMSNormFunction.apply(input, weight, size, eps)
 
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,

@@ -114,8 +114,12 @@ class Module:
             yield module
 
     def named_children(self):
+        """(name, child) for each direct sub-module; one registered under two
+        names is given once (as PyTorch)."""
+        seen = set()
         for name, module in self._modules.items():
-            if module is not None:
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
                 yield name, module
 
     def children(self):
@@ -167,11 +171,20 @@ class Module:
             else:
                 p.grad = Tensor._make(get_backend(p.device).xp.zeros_like(p.data))
 
-    def to(self, device=None, dtype=None) -> "Module":
-        """Move (or cast) every parameter and buffer in place; return self."""
+    def to(self, *args, device=None, dtype=None) -> "Module":
+        """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``: move every parameter
+        and buffer in place, casting the floating-point ones to ``dtype``; return self."""
+        for arg in args:
+            if isinstance(arg, str):
+                device = arg
+            else:
+                dtype = arg
+        if dtype is not None and not np.issubdtype(np.dtype(dtype), np.floating):
+            raise TypeError(f"{type(self).__name__}.to: only floating-point dtypes are "
+                            f"accepted, got {np.dtype(dtype)}")
         for tensor in list(self.parameters()) + list(self.buffers()):
-            moved = tensor.detach().to(device=device,
-                                       dtype=dtype if np.issubdtype(tensor.dtype, np.floating) else None)
+            floating = np.issubdtype(tensor.dtype, np.floating)
+            moved = tensor.detach().to(device=device, dtype=dtype if floating else None)
             tensor.data = moved.data
             if tensor.grad is not None:
                 tensor.grad = tensor.grad.to(device=device, dtype=dtype)
@@ -182,6 +195,22 @@ class Module:
 
     def cuda(self) -> "Module":
         return self.to("cuda")
+
+    def double(self) -> "Module":
+        """Cast the floating-point parameters and buffers to float64; return self."""
+        return self.to(dtype=np.float64)
+
+    def float(self) -> "Module":
+        """Cast the floating-point parameters and buffers to float32; return self."""
+        return self.to(dtype=np.float32)
+
+    def apply(self, fn) -> "Module":
+        """Call ``fn(module)`` on every sub-module, children before their parent,
+        then on self; return self (``model.apply(init_weights)``)."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
 
     # ------------------------------------------------------------ state dicts
     def state_dict(self) -> "OrderedDict[str, Tensor]":

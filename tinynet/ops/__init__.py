@@ -1,11 +1,15 @@
 """Every differentiable operation: one Function class per op (see autograd.py),
 and the plain functions that apply them. Tensor methods dispatch here."""
+from .activation import erf, gelu, silu
 from .conversion import cast, to_device
-from .elementwise import (abs, add, clamp, clip, compare, div, exp, log, maximum,
-                          minimum, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh, where)
+from .elementwise import (abs, add, clamp, clip, compare, div, exp, log, masked_fill,
+                          maximum, minimum, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh,
+                          where)
+from .embedding import embedding, one_hot
 from .linalg import linear, matmul
 from .random import dropout
-from .reduction import (argmax, argmin, log_softmax, logsumexp, max, mean, min, softmax,
-                        std, sum, var)
-from .shape import (cat, chunk, concatenate, expand, flatten, getitem, permute, reshape,
-                    split, squeeze, stack, transpose, unbind, unsqueeze, view)
+from .reduction import (argmax, argmin, log_softmax, logsumexp, max, mean, min, norm,
+                        softmax, std, sum, var)
+from .shape import (cat, chunk, clone, concatenate, expand, flatten, getitem, permute,
+                    repeat, reshape, split, squeeze, stack, transpose, unbind, unsqueeze,
+                    view)

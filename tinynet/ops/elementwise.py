@@ -17,8 +17,8 @@ from ..backend import get_array_module
 from ..tensor import Tensor
 
 __all__ = ["add", "sub", "mul", "div", "pow", "neg", "maximum", "minimum", "where",
-           "clip", "clamp", "compare", "exp", "log", "sqrt", "abs", "tanh", "sigmoid",
-           "relu"]
+           "masked_fill", "clip", "clamp", "compare", "exp", "log", "sqrt", "abs", "tanh",
+           "sigmoid", "relu"]
 
 
 def operand(x):
@@ -53,6 +53,8 @@ def broadcast(name, op, a, b):
 # ----------------------------------------------------------------- binary ops
 
 class Add(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (_shape(a), _shape(b))
@@ -65,6 +67,8 @@ class Add(Function):
 
 
 class Sub(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (_shape(a), _shape(b))
@@ -149,6 +153,8 @@ class Maximum(Function):
 class Where(Function):
     """``where(condition, a, b)``: the gradient follows the chosen branch."""
 
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, condition, a, b):
         xp = get_array_module(condition, a, b)
@@ -169,6 +175,33 @@ class Where(Function):
         return (None,
                 _grad_for(xp.where(ctx.condition, grad, zero), shape_a),
                 _grad_for(xp.where(ctx.condition, zero, grad), shape_b))
+
+
+class MaskedFill(Function):
+    """``x`` with ``value`` where ``mask`` is True (broadcast together, as PyTorch).
+
+    The gradient reaches x where the mask is False; a 0-d tensor ``value`` gets
+    the sum of the gradient where it is True.
+    """
+
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        xp = get_array_module(x)
+        ctx.meta = (mask, _shape(x))
+        try:
+            return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
+        except ValueError:
+            raise ValueError(
+                f"masked_fill: mask {tuple(mask.shape)} and tensor {tuple(x.shape)} "
+                "cannot be broadcast together") from None
+
+    @staticmethod
+    def backward(ctx, grad):
+        mask, shape = ctx.meta
+        xp = get_array_module(grad)
+        zero = grad.dtype.type(0)
+        grad_value = xp.where(mask, grad, zero).sum() if ctx.needs_input_grad(2) else None
+        return unbroadcast(xp.where(mask, zero, grad), shape), None, grad_value
 
 
 class Clip(Function):
@@ -231,6 +264,19 @@ def where(condition, a, b):
     return Where.apply(condition, operand(a), operand(b))
 
 
+def masked_fill(x, mask, value):
+    """``value`` (a number or a 0-d tensor) where the bool ``mask`` is True."""
+    if getattr(mask, "dtype", None) != np.bool_:
+        raise TypeError(
+            f"masked_fill: mask must be a bool tensor, got {type(mask).__name__} of dtype "
+            f"{getattr(mask, 'dtype', None)}")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise ValueError(
+            f"masked_fill: value must be a number or a 0-dimensional tensor, got a tensor "
+            f"of shape {tuple(value.shape)}")
+    return MaskedFill.apply(x, operand(mask), operand(value))
+
+
 def clip(x, min=None, max=None):
     if min is None and max is None:
         raise ValueError("clip: at least one of min and max must be given")
@@ -254,6 +300,8 @@ def compare(name, a, b):
 # ------------------------------------------------------------------ unary ops
 
 class Neg(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x):
         return -x
@@ -264,6 +312,8 @@ class Neg(Function):
 
 
 class Exp(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x):
         out = get_array_module(x).exp(x)
@@ -289,6 +339,8 @@ class Log(Function):
 
 
 class Sqrt(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x):
         out = get_array_module(x).sqrt(x)
@@ -314,6 +366,8 @@ class Abs(Function):
 
 
 class Tanh(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x):
         out = get_array_module(x).tanh(x)
@@ -335,6 +389,8 @@ def sigmoid_array(x):
 
 
 class Sigmoid(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x):
         out = sigmoid_array(x)
@@ -348,6 +404,8 @@ class Sigmoid(Function):
 
 
 class Relu(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x):
         out = get_array_module(x).maximum(x, 0)

@@ -1,4 +1,4 @@
-"""Reductions over axes: sum, mean, var, max/min, logsumexp, softmax.
+"""Reductions over axes: sum, mean, var/std, norm, max/min, logsumexp, softmax.
 
 Dimensions follow PyTorch (``dim``, ``keepdim``); NumPy's ``axis`` and
 ``keepdims`` are accepted as aliases. The backward of a reduction copies the
@@ -16,7 +16,7 @@ from ..autograd import Function
 from ..backend import get_array_module
 from ..tensor import Tensor
 
-__all__ = ["sum", "mean", "var", "std", "max", "min", "argmax", "argmin",
+__all__ = ["sum", "mean", "var", "std", "norm", "max", "min", "argmax", "argmin",
            "logsumexp", "softmax", "log_softmax", "resolve_dims", "normalize_axis"]
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
@@ -65,6 +65,8 @@ def _count(shape, axes):
 
 
 class Sum(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x, axes, keepdim):
         ctx.meta = (x.shape, axes, keepdim)
@@ -76,6 +78,8 @@ class Sum(Function):
 
 
 class Mean(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x, axes, keepdim):
         ctx.meta = (x.shape, axes, keepdim)
@@ -89,6 +93,8 @@ class Mean(Function):
 
 class Var(Function):
     """Variance with Bessel's ``correction`` (1: unbiased, 0: biased)."""
+
+    backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, axes, keepdim, correction):
@@ -109,6 +115,78 @@ class Var(Function):
         return _expand(grad, shape, axes, keepdim) * deviation * (2 / dof), None, None, None
 
 
+class Std(Function):
+    """The square root of :class:`Var`; where it is 0 the gradient is 0 (as PyTorch),
+    not the 0/0 of the chain rule through sqrt."""
+
+    backward_reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim, correction):
+        out = get_array_module(x).sqrt(Var.forward(ctx, x, axes, keepdim, correction))
+        ctx.out = out
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        xp = get_array_module(grad)
+        zero = ctx.out == 0
+        return Var.backward(ctx, xp.where(zero, 0, grad / (2 * xp.where(zero, 1, ctx.out))))
+
+
+class Norm(Function):
+    """The p-norm over ``axes``: (Σ |x|^p)^(1/p); max |x| for p = inf, min |x| for
+    p = -inf, the number of non-zeros for p = 0.
+
+    The gradients are PyTorch's: 0 where the norm is 0, sign(x) for p = 1 (0 at
+    x = 0), and for p = ±inf shared evenly by the elements that attain it.
+    """
+
+    @staticmethod
+    def forward(ctx, x, p, axes, keepdim):
+        xp = get_array_module(x)
+        size = xp.abs(x)
+        if p == 2:
+            out = xp.sqrt((x * x).sum(axis=axes, keepdims=True))
+        elif p == 1:
+            out = size.sum(axis=axes, keepdims=True)
+        elif p == np.inf:
+            out = size.max(axis=axes, keepdims=True)
+        elif p == -np.inf:
+            out = size.min(axis=axes, keepdims=True)
+        elif p == 0:
+            out = (x != 0).sum(axis=axes, keepdims=True).astype(x.dtype)
+        else:
+            out = (size ** p).sum(axis=axes, keepdims=True) ** (1 / p)
+        ctx.save_for_backward(x, out)
+        ctx.meta = (p, axes)
+        return out if keepdim else out.reshape(_reduced_shape(x.shape, axes))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved
+        p, axes = ctx.meta
+        if p == 0:
+            return None, None, None, None
+        xp = get_array_module(x)
+        grad = grad.reshape(out.shape)
+        zero = grad.dtype.type(0)
+        if p == 1:
+            dx = xp.sign(x) * grad
+        elif p in (np.inf, -np.inf):
+            hits = (xp.abs(x) == out).astype(grad.dtype)
+            dx = xp.sign(x) * hits * (grad / hits.sum(axis=axes, keepdims=True))
+        elif p < 1:
+            at_zero = x == 0             # |x|^(p-1) is infinite there: PyTorch uses 0
+            power = xp.where(at_zero, zero, xp.where(at_zero, 1, xp.abs(x)) ** (p - 1))
+            dx = xp.sign(x) * power * grad * out ** (1 - p)
+        else:
+            # d norm / dx = x |x|^(p-2) / norm^(p-1), and 0 where the norm is 0
+            scale = xp.where(out == 0, zero, grad / xp.where(out == 0, 1, out) ** (p - 1))
+            dx = x * scale if p == 2 else xp.sign(x) * xp.abs(x) ** (p - 1) * scale
+        return dx, None, None, None
+
+
 class AllMax(Function):
     """Max (or min) over all elements; ties share the gradient evenly (as PyTorch)."""
 
@@ -127,6 +205,8 @@ class AllMax(Function):
 
 class TakeAlongAxis(Function):
     """``values = x[..., indices, ...]`` along one axis (the backward of max(dim))."""
+
+    backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, indices, axis, keepdim):
@@ -171,6 +251,8 @@ def _reduced_shape(shape, axes):
 
 
 class Softmax(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x, axis):
         xp = get_array_module(x)
@@ -187,6 +269,8 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x, axis):
         xp = get_array_module(x)
@@ -230,8 +314,31 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None):
-    return var(x, dim, unbiased, keepdim, correction=correction, axis=axis,
-               keepdims=keepdims).sqrt()
+    """Standard deviation, the square root of :func:`var` (same arguments)."""
+    axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    return Std.apply(x, axes, keepdim, _correction(unbiased, correction))
+
+
+def norm(x, p="fro", dim=None, keepdim=False):
+    """The p-norm of x over ``dim`` (all of x by default), as ``torch.Tensor.norm``.
+
+    ``p`` is a number (2, 1, ``inf``, ``-inf``, 0 or any other) or ``'fro'``, the
+    Frobenius norm: the 2-norm over all of x or over one or two dims.
+    """
+    if not np.issubdtype(x.dtype, np.floating):
+        raise TypeError(f"norm: expected a floating point tensor, got dtype {x.dtype}")
+    if isinstance(p, str):
+        if p != "fro":
+            raise ValueError(f"norm: p={p!r} is not supported (a number or 'fro')")
+        if dim is not None and not isinstance(dim, numbers.Integral) and len(dim) > 2:
+            raise ValueError(f"norm: p='fro' reduces one or two dims, got dim={dim}")
+        p = 2
+    if not isinstance(p, numbers.Real):
+        raise TypeError(f"norm: p must be a number or 'fro', got {type(p).__name__}")
+    if dim is not None and not isinstance(dim, numbers.Integral) and len(dim) == 0:
+        dim = None                          # dim=() reduces everything, as PyTorch
+    axes, keepdim = resolve_dims(x, dim, keepdim)
+    return Norm.apply(x, float(p), axes, keepdim)
 
 
 def _merge_aliases(dim, keepdim, axis, keepdims):

@@ -15,7 +15,8 @@ from ..tensor import Tensor
 from .reduction import normalize_axis
 
 __all__ = ["reshape", "permute", "transpose", "flatten", "squeeze", "unsqueeze",
-           "expand", "getitem", "cat", "concatenate", "stack", "split", "chunk", "unbind"]
+           "expand", "repeat", "clone", "getitem", "cat", "concatenate", "stack", "split",
+           "chunk", "unbind"]
 
 
 def _sizes(args) -> tuple:
@@ -26,6 +27,8 @@ def _sizes(args) -> tuple:
 
 
 class Reshape(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.input_shape = x.shape
@@ -42,6 +45,8 @@ class Reshape(Function):
 
 
 class Permute(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -53,6 +58,8 @@ class Permute(Function):
 
 
 class Expand(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.input_shape = x.shape
@@ -68,6 +75,45 @@ class Expand(Function):
         return unbroadcast(grad, ctx.input_shape), None
 
 
+class Repeat(Function):
+    """``x`` tiled ``repeats[d]`` times along each dim d (``torch.Tensor.repeat``).
+
+    Extra leading repeats add leading dims. The gradient of each element of x is
+    the sum over its copies.
+    """
+
+    backward_reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, x, repeats):
+        shape = (1,) * (len(repeats) - x.ndim) + tuple(x.shape)
+        ctx.meta = (x.shape, shape, repeats)
+        return get_array_module(x).tile(x.reshape(shape), repeats)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input_shape, shape, repeats = ctx.meta
+        # Along dim d the output holds repeats[d] copies of shape[d] elements:
+        # split each dim into (copy, element) and sum over the copies.
+        split_dims = [n for pair in zip(repeats, shape) for n in pair]
+        copies = tuple(range(0, 2 * len(shape), 2))
+        return grad.reshape(split_dims).sum(axis=copies).reshape(input_shape), None
+
+
+class Clone(Function):
+    """A copy with its own memory; the gradient passes through unchanged."""
+
+    backward_reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
 def _is_basic_index(index) -> bool:
     """Slices, integers, None and Ellipsis only: each element is read at most once."""
     items = index if isinstance(index, tuple) else (index,)
@@ -77,6 +123,8 @@ def _is_basic_index(index) -> bool:
 
 class GetItem(Function):
     """``x[index]``; the backward scatters back, adding where an index repeats."""
+
+    backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, index):
@@ -106,6 +154,8 @@ def _raw_index(index):
 
 
 class Cat(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, *arrays, axis):
         ctx.meta = (axis, np.cumsum([a.shape[axis] for a in arrays])[:-1])
@@ -125,6 +175,8 @@ class Cat(Function):
 class Split(Function):
     """Pieces of x along ``axis``, cut at ``boundaries``: one node, many outputs."""
 
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, x, axis, boundaries):
         ctx.meta = (x.shape, x.dtype, axis, boundaries)
@@ -143,6 +195,8 @@ class Split(Function):
 
 class Unbind(Function):
     """The slices ``x[..., i, ...]`` along ``axis``: one node, one output per slice."""
+
+    backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, axis):
@@ -165,6 +219,8 @@ class Unbind(Function):
 
 
 class Stack(Function):
+    backward_reads_inputs = False
+
     @staticmethod
     def forward(ctx, *arrays, axis):
         ctx.axis = axis
@@ -231,6 +287,25 @@ def expand(x, *sizes):
     shape = tuple(x.shape[i - offset] if n == -1 and i >= offset else n
                   for i, n in enumerate(sizes))
     return Expand.apply(x, shape)
+
+
+def repeat(x, *sizes):
+    """``x.repeat(2, 3)``: as ``torch.Tensor.repeat`` (``numpy.tile``); at least one
+    repeat per dim of x, extra ones add leading dims."""
+    if not sizes:
+        raise TypeError("repeat: missing the number of repeats per dim")
+    repeats = _sizes(sizes)
+    if len(repeats) < x.ndim:
+        raise ValueError(
+            f"repeat: {len(repeats)} repeat(s) given for a tensor with {x.ndim} dims; "
+            "give at least one per dim")
+    if any(n < 0 for n in repeats):
+        raise ValueError(f"repeat: repeats must not be negative, got {repeats}")
+    return Repeat.apply(x, repeats)
+
+
+def clone(x):
+    return Clone.apply(x)
 
 
 def getitem(x, index):

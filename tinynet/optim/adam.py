@@ -9,7 +9,8 @@ __all__ = ["Adam"]
 
 
 class Adam(Optimizer):
-    """Adam as ``torch.optim.Adam`` (L2 ``weight_decay`` added to the gradient).
+    """Adam as ``torch.optim.Adam``: L2 ``weight_decay`` added to the gradient, or,
+    with ``decoupled_weight_decay=True``, AdamW's θ ← θ (1 − lr λ) before the step.
 
     The update of each parameter is one fused kernel from the backend's
     kernel table (``adam_step``; the rule is written out in
@@ -18,17 +19,23 @@ class Adam(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
-        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+                 weight_decay: float = 0.0, *, decoupled_weight_decay: bool = False):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay))
 
     def check_hyperparameters(self, hyperparameters):
+        owner = type(self).__name__
         for name in ("lr", "eps", "weight_decay"):
-            check_real("Adam", name, hyperparameters[name], low=0)
+            check_real(owner, name, hyperparameters[name], low=0)
         betas = hyperparameters["betas"]
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise TypeError(f"Adam: betas must be a pair (beta1, beta2), got {betas!r}")
+            raise TypeError(f"{owner}: betas must be a pair (beta1, beta2), got {betas!r}")
         for i, beta in enumerate(betas):
-            check_real("Adam", f"betas[{i}]", beta, 0, 1, high_included=False)
+            check_real(owner, f"betas[{i}]", beta, 0, 1, high_included=False)
+        decoupled = hyperparameters["decoupled_weight_decay"]
+        if not isinstance(decoupled, bool):
+            raise TypeError(f"{owner}: decoupled_weight_decay must be True or False, "
+                            f"got {decoupled!r}")
 
     def step(self):
         for group, p in self._params_with_grad():
@@ -39,6 +46,11 @@ class Adam(Optimizer):
                                          "exp_avg_sq": xp.zeros_like(p.data)}
             state["step"] += 1
             beta1, beta2 = group["betas"]
+            weight_decay = group["weight_decay"]
+            if group["decoupled_weight_decay"]:
+                if weight_decay:
+                    p.data *= 1 - group["lr"] * weight_decay
+                weight_decay = 0.0
             get_backend(p.device).kernels.adam_step(
                 p.data, p.grad.data, state["exp_avg"], state["exp_avg_sq"], state["step"],
-                group["lr"], beta1, beta2, group["eps"], group["weight_decay"])
+                group["lr"], beta1, beta2, group["eps"], weight_decay)
