@@ -62,19 +62,24 @@ def check_row_statistics(mean, rstd, x):
                              f"of x {tuple(x.shape)}; got shape {tuple(s.shape)}")
 
 
-def forward_arguments(x, gain, bias, eps):
+def forward_arguments(x, gain, bias, eps, where="layer_norm_forward"):
     """Checked, contiguous ``(x, gain, bias, eps)``; a missing gain is ones, a
     missing bias zeros (exact stand-ins); eps a float ≥ 0."""
     check_layer_norm_input(x)
     check_parameter("gain", gain, x)
     check_parameter("bias", bias, x)
-    eps = check_real("layer_norm_forward", "eps", eps, low=0)
+    eps = check_real(where, "eps", eps, low=0)
     xp = get_array_module(x)
     x = xp.ascontiguousarray(x)
     H = x.shape[1]
     gain = xp.ones(H, x.dtype) if gain is None else xp.ascontiguousarray(gain)
     bias = xp.zeros(H, x.dtype) if bias is None else xp.ascontiguousarray(bias)
     return x, gain, bias, eps
+
+
+def rms_arguments(x, gain, eps):
+    """:func:`forward_arguments` of RMSNorm, which has no bias: zeros stand in."""
+    return forward_arguments(x, gain, None, eps, where="rms_norm_forward")
 
 
 def backward_arguments(dy, x, mean, rstd, gain):

@@ -1,22 +1,26 @@
 """Kernels compiled for a dtype when first called with it, saying so if it is slow.
 
-A Numba entry point given its signatures compiles all of them when it is
-defined: for the LayerNorm drivers, both float dtypes of four drivers, some
-20 s on two cores before the first LayerNorm of a fresh install. A
-:class:`CompiledPerDtype` entry point compiles only the signature of the dtype
-it is called with, when it is first called with it, and keeps Numba's on-disk
-cache, so that later processes load it in milliseconds. A compile that takes
-longer than NOTICE_AFTER_S says once on stderr what is being compiled.
+Numba compiles a kernel when it is first called with new argument types, or,
+given signatures, all of them when it is defined: for four drivers and both
+float dtypes that is some 20 s on two cores before the first LayerNorm of a
+fresh install. A :class:`CompiledPerDtype` entry point compiles only the
+signature of the dtype it is called with, when it is first called with it.
+Both keep Numba's on-disk cache, so that later processes load them in
+milliseconds. A compile that takes longer than NOTICE_AFTER_S says once on
+stderr what is being compiled (:func:`notice_if_slow`, :func:`first_calls_noticed`).
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import sys
 import threading
 
 import numba
 import numpy as np
 
-__all__ = ["CompiledPerDtype", "compiled_per_dtype", "NOTICE_AFTER_S"]
+__all__ = ["CompiledPerDtype", "compiled_per_dtype", "first_calls_noticed", "notice_if_slow",
+           "NOTICE_AFTER_S"]
 
 NOTICE_AFTER_S = 1.5
 _noticed = threading.Event()
@@ -27,6 +31,38 @@ def _notice(what: str) -> None:
         _noticed.set()
         print(f"tinynet: compiling {what} with Numba; this happens once, later runs "
               "load them from Numba's cache", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def notice_if_slow(what: str):
+    """Say once per process on stderr that ``what`` is being compiled, if the
+    block takes longer than NOTICE_AFTER_S."""
+    timer = threading.Timer(NOTICE_AFTER_S, _notice, (what,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def first_calls_noticed(what: str):
+    """Decorator for a Numba dispatcher that compiles on its first call: that
+    call, for each dtype of the first argument, runs under :func:`notice_if_slow`."""
+    def decorate(dispatcher):
+        seen = set()
+
+        @functools.wraps(dispatcher.py_func)
+        def call(first, *arguments):
+            if first.dtype in seen:
+                return dispatcher(first, *arguments)
+            with notice_if_slow(what):
+                result = dispatcher(first, *arguments)
+            seen.add(first.dtype)
+            return result
+        call.dispatcher = dispatcher
+        return call
+    return decorate
 
 
 class CompiledPerDtype:
@@ -61,13 +97,8 @@ class CompiledPerDtype:
         return dispatcher
 
     def _compile(self, dtype):
-        timer = threading.Timer(NOTICE_AFTER_S, _notice, (self._what,))
-        timer.daemon = True
-        timer.start()
-        try:
+        with notice_if_slow(self._what):
             dispatcher = numba.njit(self._signature(dtype), **self._options)(self.py_func)
-        finally:
-            timer.cancel()
         self._dispatchers[dtype] = dispatcher
         return dispatcher
 

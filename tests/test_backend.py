@@ -33,7 +33,7 @@ def test_missing_cupy_is_named(monkeypatch):
 
 
 def test_kernel_table_lookup_register_and_reference_switch():
-    table = backend.KernelTable({})
+    table = backend.KernelTable("cpu", {})
     table.register("layer_norm_forward", lambda *a: "fast")
     assert table.layer_norm_forward() == "fast"
     with tinynet.use_reference_kernels():
@@ -41,6 +41,34 @@ def test_kernel_table_lookup_register_and_reference_switch():
     assert table.layer_norm_forward() == "fast"
     with pytest.raises(AttributeError, match="no kernel named"):
         table.missing_kernel
+
+
+def test_the_default_rung_and_a_chosen_one():
+    from tinynet.kernels import ladder
+    table = backend.KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu:adam_step"})
+    default = dict((r.name, r) for r in ladder.LADDERS["cpu"])[ladder.DEFAULT["cpu"]]
+    assert table.layer_norm_forward.__module__ == default.module
+    for rung in ladder.LADDERS["cpu"]:
+        with tinynet.use_kernels(rung.name):
+            assert table.layer_norm_forward.__module__ == rung.module
+            expected = rung.module if "rms_norm_forward" in rung.kernels else None
+            if expected:
+                assert table.rms_norm_forward.__module__ == expected
+            else:                                  # the nearest rung below that has it
+                assert table.rms_norm_forward.__module__ != rung.module
+    with tinynet.use_kernels("reference"):
+        assert table.adam_step.__module__ == "tinynet.kernels.reference"
+    assert table.adam_step.__module__ == "tinynet.kernels.cpu"
+
+
+def test_an_unknown_rung_is_named():
+    with pytest.raises(ValueError, match="unknown kernel rung 'fastest'.*cpu: reference"):
+        with tinynet.use_kernels("fastest"):
+            pass
+    table = backend.KernelTable("cuda", {})
+    with tinynet.use_kernels("textbook"):
+        with pytest.raises(ValueError, match="no kernel rung 'textbook' on cuda"):
+            table.layer_norm_forward
 
 
 def test_mixed_devices_are_named(monkeypatch):

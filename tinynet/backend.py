@@ -21,7 +21,8 @@ import numpy as np
 
 __all__ = [
     "Backend", "get_backend", "get_array_module", "device_of", "as_numpy", "scatter_add",
-    "cuda_is_available", "use_reference_kernels", "reference_kernels_forced",
+    "cuda_is_available", "use_kernels", "use_reference_kernels", "chosen_kernels",
+    "reference_kernels_forced",
 ]
 
 _cupy = None          # the cupy module, once it has been imported successfully
@@ -114,82 +115,108 @@ def _parse_device(device) -> str:
 # Kernel tables
 # ----------------------------------------------------------------------------
 
-_FORCE_REFERENCE_ENV = "TINYNET_REFERENCE_KERNELS"
-_force_reference = os.environ.get(_FORCE_REFERENCE_ENV, "") not in ("", "0")
+_KERNELS_ENV = "TINYNET_KERNELS"
+_chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's default
+
+
+def chosen_kernels():
+    """The rung chosen by :func:`use_kernels` or ``TINYNET_KERNELS``; None for the defaults."""
+    return _chosen_rung
 
 
 def reference_kernels_forced() -> bool:
-    return _force_reference
+    return _chosen_rung == "reference"
+
+
+def _check_rung(name):
+    from tinynet.kernels import ladder
+    known = {rung for device in ladder.LADDERS for rung in ladder.rung_names(device)}
+    if name is not None and name not in known:
+        raise ValueError(f"unknown kernel rung {name!r}; the rungs are "
+                         + "; ".join(f"{device}: {', '.join(ladder.rung_names(device))}"
+                                     for device in ladder.LADDERS))
+    return name
 
 
 @contextlib.contextmanager
-def use_reference_kernels(enabled: bool = True):
-    """Force the plain NumPy reference kernels (for teaching and A/B checks).
+def use_kernels(rung):
+    """Run the normalization kernels of ladder rung ``rung`` (kernels/ladder.py),
+    for study and A/B comparison; ``None`` for each device's default::
 
-    The environment variable ``TINYNET_REFERENCE_KERNELS=1`` does the same for a
-    whole process::
+        with tinynet.use_kernels("reference"):    # kernels/reference.py, the spec
+            y = layer_norm(x)
 
-        with tinynet.use_reference_kernels():
-            y = layer_norm(x)          # runs kernels/reference.py
+    The environment variable ``TINYNET_KERNELS=name`` does the same for a whole
+    process. "reference" also runs the optimizers' reference update.
     """
-    global _force_reference
-    previous = _force_reference
-    _force_reference = enabled
+    global _chosen_rung
+    previous = _chosen_rung
+    _chosen_rung = _check_rung(rung)
     try:
         yield
     finally:
-        _force_reference = previous
+        _chosen_rung = previous
+
+
+def use_reference_kernels(enabled: bool = True):
+    """``use_kernels("reference")`` (or the defaults, when ``enabled`` is false)."""
+    return use_kernels("reference" if enabled else None)
 
 
 class KernelTable:
-    """Fused kernels of one backend, looked up by name on first use.
+    """The fused kernels of one device, looked up by name on first use.
 
-    ``entries`` maps a kernel name to ``"module:function"``; the module is
-    imported lazily, so that ``import tinynet`` does not compile anything.
-    When the reference path is forced, every lookup returns the reference.
+    The normalization kernels come from the device's kernel ladder: the rung
+    chosen by :func:`use_kernels`, else the device's default. Other kernels
+    (the Adam update) come from ``entries``, a map of name to
+    ``"module:function"``, and so does a kernel plugged in with
+    :meth:`register` when no rung is chosen. Modules are imported on first
+    use, so that ``import tinynet`` compiles nothing.
     """
 
-    def __init__(self, entries: dict[str, str]):
+    def __init__(self, device: str, entries: dict[str, str]):
+        self._device = device
         self._entries = dict(entries)
-        self._loaded: dict[str, object] = {}
+        self._loaded: dict[tuple, object] = {}
 
     def names(self):
-        return sorted(self._entries)
+        from tinynet.kernels.ladder import NORM_KERNELS
+        return sorted(set(self._entries) | set(NORM_KERNELS))
 
     def register(self, name: str, target) -> None:
         """Plug in a kernel: a callable or a ``"module:function"`` string."""
         self._entries[name] = target
-        self._loaded.pop(name, None)
+        self._loaded.clear()
 
-    def _resolve(self, target):
-        if callable(target):
-            return target
-        module, _, function = target.partition(":")
-        return getattr(importlib.import_module(module), function)
+    def _target(self, name, rung):
+        from tinynet.kernels import ladder
+        if rung is None and name in self._entries:
+            return self._entries[name]
+        if name in ladder.NORM_KERNELS:
+            return ladder.kernel_target(self._device, rung or ladder.DEFAULT[self._device],
+                                        name)
+        if rung == "reference" and name in ladder.REFERENCE.kernels:
+            return ladder.REFERENCE.target(name)
+        if name in self._entries:
+            return self._entries[name]
+        raise AttributeError(f"no kernel named {name!r} in this backend")
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        if name not in self._entries:
-            raise AttributeError(f"no kernel named {name!r} in this backend")
-        if _force_reference and name in _REFERENCE_ENTRIES:
-            return self._resolve(_REFERENCE_ENTRIES[name])
+        key = (name, _chosen_rung)
         try:
-            return self._loaded[name]
+            return self._loaded[key]
         except KeyError:
             pass
-        fn = self._resolve(self._entries[name])
-        self._loaded[name] = fn
+        target = self._target(name, _chosen_rung)
+        if callable(target):
+            fn = target
+        else:
+            module, _, function = target.partition(":")
+            fn = getattr(importlib.import_module(module), function)
+        self._loaded[key] = fn
         return fn
-
-
-_REFERENCE_ENTRIES = {
-    "layer_norm_forward": "tinynet.kernels.reference:layer_norm_forward",
-    "layer_norm_backward": "tinynet.kernels.reference:layer_norm_backward",
-    "rms_norm_forward": "tinynet.kernels.reference:rms_norm_forward",
-    "rms_norm_backward": "tinynet.kernels.reference:rms_norm_backward",
-    "adam_step": "tinynet.kernels.reference:adam_step",
-}
 
 
 class Backend:
@@ -219,25 +246,13 @@ _seed = None
 
 
 def _make_cpu_backend() -> Backend:
-    kernels = KernelTable({
-        "layer_norm_forward": "tinynet.kernels.cpu:layer_norm_forward",
-        "layer_norm_backward": "tinynet.kernels.cpu:layer_norm_backward",
-        "rms_norm_forward": "tinynet.kernels.reference:rms_norm_forward",
-        "rms_norm_backward": "tinynet.kernels.reference:rms_norm_backward",
-        "adam_step": "tinynet.kernels.cpu:adam_step",
-    })
+    kernels = KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu:adam_step"})
     return Backend("cpu", np, kernels, np.random.default_rng)
 
 
 def _make_cuda_backend() -> Backend:
     cupy = _require_cuda()
-    kernels = KernelTable({
-        "layer_norm_forward": "tinynet.kernels.cuda:layer_norm_forward",
-        "layer_norm_backward": "tinynet.kernels.cuda:layer_norm_backward",
-        "rms_norm_forward": "tinynet.kernels.reference:rms_norm_forward",
-        "rms_norm_backward": "tinynet.kernels.reference:rms_norm_backward",
-        "adam_step": "tinynet.kernels.reference:adam_step",
-    })
+    kernels = KernelTable("cuda", {"adam_step": "tinynet.kernels.reference:adam_step"})
     return Backend("cuda", cupy, kernels, cupy.random.default_rng)
 
 

@@ -1,0 +1,133 @@
+"""CPU rung 1: the textbook kernels, one parallel loop over rows.
+
+Rows are independent: each sample is normalized by its own statistics
+(Ba, Kiros & Hinton, 2016, Eqs. 3-4), so Numba's ``prange`` hands whole rows to
+threads and no thread ever waits for another. Each row takes three passes:
+
+1. the mean, of the row shifted by its first element x₀ (shifted values are of
+   the size of σ, so their mean loses nothing: kernels/reference.py);
+2. the variance about that mean — two passes, never mean(x²) − mean(x)², which
+   cancels to noise when the mean is large against σ;
+3. y = g · (x − μ)/σ + b.
+
+Sums are taken in float64 whatever x's dtype. The backward takes two passes
+per row (the sums of g = dy·gain and of g·x̂, then dx, Eq. in
+reference.layer_norm_backward). dgain and dbias add up over *rows*, which
+threads share: each thread adds its rows into a partial sum of its own chunk
+of rows, the chunks being fixed by the shape alone, and the chunks' sums are
+added in order at the end. No atomics, and the same bits for any number of
+threads.
+
+RMSNorm is the same code with the mean left out (``centered=False``): no
+shift, μ = 0 and no mean(g) term in dx.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._arguments import backward_arguments, forward_arguments, rms_arguments
+from ._compile import first_calls_noticed
+
+__all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
+           "rms_norm_backward"]
+
+# error_model="numpy": a division by zero gives inf/nan as in NumPy instead of
+# raising; no fastmath, so every sum and formula is computed as written.
+_KERNEL = dict(parallel=True, cache=True, error_model="numpy", fastmath=False)
+
+MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
+CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements
+
+
+@first_calls_noticed("the CPU LayerNorm kernels")
+@njit(**_KERNEL)
+def _forward(x, gain, bias, eps, centered, y, mean, rstd):
+    rows, H = x.shape
+    for r in prange(rows):
+        shift = x[r, 0] if centered else x.dtype.type(0)     # x₀, in x's dtype
+        offset = 0.0                                   # μ − x₀
+        if centered:
+            total = 0.0
+            for j in range(H):
+                total += x[r, j] - shift
+            offset = total / H
+        squares = 0.0
+        for j in range(H):
+            centered_value = (x[r, j] - shift) - offset
+            squares += centered_value * centered_value
+        scale = 1.0 / np.sqrt(squares / H + eps)       # 1/σ
+        mean[r] = shift + offset
+        rstd[r] = scale
+        for j in range(H):
+            y[r, j] = ((x[r, j] - shift) - offset) * scale * gain[j] + bias[j]
+
+
+def chunk_count(rows: int, H: int) -> int:
+    """How many chunks of rows the gain gradients are summed in: a function of
+    the shape alone, so that the result does not depend on the thread count."""
+    return max(1, min(rows, MAX_CHUNKS, rows * H // CHUNK_MIN_ELEMENTS))
+
+
+@first_calls_noticed("the CPU LayerNorm kernels")
+@njit(**_KERNEL)
+def _backward(dy, x, mean, rstd, gain, centered, dx, parts):
+    rows, H = x.shape
+    chunks = parts.shape[0]
+    for chunk in prange(chunks):
+        for r in range(chunk * rows // chunks, (chunk + 1) * rows // chunks):
+            mu, scale = mean[r], rstd[r]
+            sum_g = sum_g_x_hat = 0.0
+            for j in range(H):
+                g = dy[r, j] * gain[j]
+                sum_g += g
+                sum_g_x_hat += g * ((x[r, j] - mu) * scale)
+            mean_g = sum_g / H if centered else 0.0
+            mean_g_x_hat = sum_g_x_hat / H
+            for j in range(H):
+                x_hat = (x[r, j] - mu) * scale
+                dx[r, j] = scale * (dy[r, j] * gain[j] - mean_g - x_hat * mean_g_x_hat)
+                parts[chunk, 0, j] += dy[r, j] * x_hat
+                parts[chunk, 1, j] += dy[r, j]
+
+
+def _run_forward(x, gain, bias, eps, centered):
+    rows = x.shape[0]
+    y, mean, rstd = np.empty_like(x), np.empty(rows), np.empty(rows)
+    _forward(x, gain, bias, eps, centered, y, mean, rstd)
+    return y, mean, rstd
+
+
+def _run_backward(dy, x, mean, rstd, gain, centered):
+    parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
+    dx = np.empty_like(x)
+    _backward(dy, x, mean, rstd, gain, centered, dx, parts)
+    dgain, dbias = parts.sum(axis=0).astype(x.dtype)
+    return dx, dgain, dbias
+
+
+def layer_norm_forward(x, gain, bias, eps):
+    """``(y, mean, rstd)`` of each row of x (rows, H); as reference.layer_norm_forward."""
+    return _run_forward(*forward_arguments(x, gain, bias, eps), True)
+
+
+def layer_norm_backward(dy, x, mean, rstd, gain):
+    """``(dx, dgain, dbias)``; as reference.layer_norm_backward."""
+    dy, x, mean, rstd, checked_gain, affine = backward_arguments(dy, x, mean, rstd, gain)
+    dx, dgain, dbias = _run_backward(dy, x, mean, rstd, checked_gain, True)
+    return (dx, dgain, dbias) if affine else (dx, None, None)
+
+
+def rms_norm_forward(x, gain, eps):
+    """``(y, rstd)``; as reference.rms_norm_forward."""
+    x, gain, bias, eps = rms_arguments(x, gain, eps)
+    y, _, rstd = _run_forward(x, gain, bias, eps, False)
+    return y, rstd
+
+
+def rms_norm_backward(dy, x, rstd, gain):
+    """``(dx, dgain)``; as reference.rms_norm_backward."""
+    dy, x, mean, rstd, checked_gain, affine = backward_arguments(
+        dy, x, np.zeros(len(x)), rstd, gain)
+    dx, dgain, _ = _run_backward(dy, x, mean, rstd, checked_gain, False)
+    return (dx, dgain) if affine else (dx, None)

@@ -1,0 +1,77 @@
+"""The kernel ladder: for each device, the normalization kernels from the spec up.
+
+Every rung is a module with the calling convention of :mod:`reference`::
+
+    layer_norm_forward(x, gain, bias, eps) -> (y, mean, rstd)
+    layer_norm_backward(dy, x, mean, rstd, gain) -> (dx, dgain, dbias)
+    rms_norm_forward(x, gain, eps) -> (y, rstd)
+    rms_norm_backward(dy, x, rstd, gain) -> (dx, dgain)
+
+and is tested against the reference on the same cases. A rung adds one idea to
+the rung below it; where it does not implement a kernel, the rung below's is
+used. The backends run the DEFAULT rung of their device (the simplest one whose
+training step is within 5 % of the fastest's: ``benchmarks/kernel_ladder.py``,
+``benchmarks/train_step.py``); ``tinynet.use_kernels(name)`` or
+``TINYNET_KERNELS=name`` picks another, for study and A/B comparison.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Rung", "LADDERS", "DEFAULT", "NORM_KERNELS", "rung_names", "kernel_target"]
+
+NORM_KERNELS = ("layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
+                "rms_norm_backward")
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str
+    module: str                   # importable name of the module with the kernels
+    idea: str                     # what the rung adds to the one below
+    kernels: tuple = NORM_KERNELS
+
+    def target(self, kernel: str) -> str:
+        return f"{self.module}:{kernel}"
+
+
+REFERENCE = Rung("reference", "tinynet.kernels.reference",
+                 "the spec: NumPy (or CuPy) array code, next to the paper's equations",
+                 NORM_KERNELS + ("adam_step",))
+
+LADDERS = {
+    "cpu": (
+        REFERENCE,
+        Rung("textbook", "tinynet.kernels.cpu_1_textbook",
+             "compiled loops: rows in parallel, three passes per row, float64 sums"),
+        Rung("pipelined", "tinynet.kernels.cpu",
+             "vectorized block sums, software-pipelined passes, streaming stores, prefetch",
+             ("layer_norm_forward", "layer_norm_backward")),
+    ),
+    "cuda": (
+        REFERENCE,
+        Rung("held", "tinynet.kernels.cuda",
+             "a warp or block per row, the row held in registers, shuffle reductions",
+             ("layer_norm_forward", "layer_norm_backward")),
+    ),
+}
+
+DEFAULT = {"cpu": "textbook", "cuda": "held"}
+
+
+def rung_names(device: str) -> list[str]:
+    return [rung.name for rung in LADDERS[device]]
+
+
+def kernel_target(device: str, rung_name: str, kernel: str) -> str:
+    """``"module:function"`` of ``kernel`` on rung ``rung_name`` of ``device``: the
+    rung's own, else that of the nearest rung below that has it."""
+    ladder = LADDERS[device]
+    names = rung_names(device)
+    if rung_name not in names:
+        raise ValueError(f"no kernel rung {rung_name!r} on {device}; its rungs are "
+                         f"{', '.join(names)}")
+    for rung in reversed(ladder[:names.index(rung_name) + 1]):
+        if kernel in rung.kernels:
+            return rung.target(kernel)
+    raise ValueError(f"no rung of {device} up to {rung_name!r} has a kernel {kernel!r}")

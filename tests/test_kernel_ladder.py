@@ -1,0 +1,163 @@
+"""Every CPU rung of the kernel ladder (kernels/ladder.py) against the reference,
+on the same cases: awkward shapes, both dtypes, offset and constant rows, NaN
+rows, non-contiguous inputs, any thread count; RMSNorm where a rung has it."""
+import importlib
+
+import numba
+import numpy as np
+import pytest
+
+from tinynet.kernels import ladder, reference
+from test_kernels_cpu import EPS, RTOL, SHAPES, assert_close, layer_norm_inputs
+
+RUNGS = [rung for rung in ladder.LADDERS["cpu"] if rung.name != "reference"]
+RMS_RUNGS = [rung for rung in RUNGS if "rms_norm_forward" in rung.kernels]
+
+
+def kernels_of(rung):
+    return importlib.import_module(rung.module)
+
+
+def layer_norm_results(kernels, x, gain, bias, dy):
+    y, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)
+    return (y, mean, rstd) + tuple(kernels.layer_norm_backward(dy, x, mean, rstd, gain))
+
+
+def rms_norm_results(kernels, x, gain, dy):
+    y, rstd = kernels.rms_norm_forward(x, gain, EPS)
+    return (y, rstd) + tuple(kernels.rms_norm_backward(dy, x, rstd, gain))
+
+
+def assert_results_match(actual, expected, x, rtol):
+    for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        if e is None:
+            assert a is None, i
+            continue
+        assert a.shape == e.shape and a.dtype == e.dtype, i
+        scale = np.max(np.abs(x)) if i == 1 and len(actual) == 6 else None   # μ: to |x|
+        assert_close(a, e, rtol, scale)
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("offset", [0.0, 1e3], ids=["centered", "offset"])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_layer_norm_matches_the_reference(rung, shape, offset, dtype):
+    x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset)
+    assert_results_match(layer_norm_results(kernels_of(rung), x, gain, bias, dy),
+                         layer_norm_results(reference, x, gain, bias, dy), x, RTOL[dtype])
+
+
+@pytest.mark.parametrize("rung", RMS_RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_rms_norm_matches_the_reference(rung, shape, dtype):
+    x, gain, _, dy = layer_norm_inputs(shape, dtype, offset=1.0)
+    assert_results_match(rms_norm_results(kernels_of(rung), x, gain, dy),
+                         rms_norm_results(reference, x, gain, dy), x, RTOL[dtype])
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+def test_missing_parameters_and_views(rung):
+    kernels = kernels_of(rung)
+    x, gain, bias, dy = layer_norm_inputs((6, 40), np.float64, offset=2.0)
+    for g, b in ((None, None), (gain, None), (None, bias)):
+        assert_results_match(layer_norm_results(kernels, x, g, b, dy),
+                             layer_norm_results(reference, x, g, b, dy), x, 1e-12)
+    views = (x[::2, ::2], gain[::2], bias[::2], dy[::2, ::2])
+    assert_results_match(layer_norm_results(kernels, *views),
+                         layer_norm_results(reference, *views), x, 1e-12)
+    if rung in RMS_RUNGS:
+        assert_results_match(rms_norm_results(kernels, np.asfortranarray(x), None, dy),
+                             rms_norm_results(reference, x, None, dy), x, 1e-12)
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_constant_row_gives_the_bias_and_finite_gradients(rung, dtype):
+    kernels = kernels_of(rung)
+    x, gain, bias, dy = layer_norm_inputs((3, 50), dtype)
+    x[1] = 7.0
+    y, mean, rstd, *grads = layer_norm_results(kernels, x, gain, bias, dy)
+    np.testing.assert_array_equal(y[1], bias)
+    assert mean[1] == 7.0 and rstd[1] == pytest.approx(1 / np.sqrt(EPS))
+    assert all(np.all(np.isfinite(g)) for g in grads)
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("shape", [(4, 1000), (100, 1024)], ids=str)
+def test_nan_reaches_its_row_and_stays_there(rung, shape):
+    kernels = kernels_of(rung)
+    x, gain, bias, dy = layer_norm_inputs(shape, np.float32)
+    x[1, 3] = np.nan
+    y, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)
+    assert np.all(np.isnan(y[1])) and np.isnan(mean[1]) and np.isnan(rstd[1])
+    assert np.all(np.isfinite(np.delete(y, 1, axis=0)))
+    x[1, 3] = 0.0
+    dy[2, 5] = np.nan
+    _, _, _, dx, dgain, dbias = layer_norm_results(kernels, x, gain, bias, dy)
+    assert np.all(np.isnan(dx[2])) and np.all(np.isfinite(np.delete(dx, 2, axis=0)))
+    assert np.isnan(dgain[5]) and np.isnan(dbias[5])
+    assert np.all(np.isfinite(np.delete(dgain, 5))) and np.all(np.isfinite(np.delete(dbias, 5)))
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("shape", [(2000, 33), (300, 256), (3, 4097)], ids=str)
+def test_the_number_of_threads_does_not_change_a_bit(rung, shape):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs 2 Numba threads")
+    kernels = kernels_of(rung)
+    x, gain, bias, dy = layer_norm_inputs(shape, np.float32, offset=3.0)
+    before = numba.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            results.append(layer_norm_results(kernels, x, gain, bias, dy))
+    finally:
+        numba.set_num_threads(before)
+    for one, two in zip(*results, strict=True):
+        np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+def test_bad_arguments_are_named(rung):
+    kernels = kernels_of(rung)
+    x, gain, bias, _ = layer_norm_inputs((4, 8), np.float32)
+    with pytest.raises(ValueError, match="gain must have shape"):
+        kernels.layer_norm_forward(x, gain[:-1], bias, EPS)
+    with pytest.raises(ValueError, match="eps must be"):
+        kernels.layer_norm_forward(x, gain, bias, -1.0)
+    with pytest.raises(ValueError, match="2-D"):
+        kernels.layer_norm_forward(x[0], gain, bias, EPS)
+
+
+def test_the_first_compile_says_so_once_and_later_runs_load_the_cache(tmp_path):
+    """On a fresh Numba cache the first LayerNorm says on stderr what it compiles
+    (once, however many kernels); a later process loads them from the cache."""
+    import os
+    import subprocess
+    import sys
+    code = ("import tinynet, tinynet.kernels._compile as compile\n"
+            "compile.NOTICE_AFTER_S = 0.0     # whatever this machine's compile takes\n"
+            "x = tinynet.randn(4, 16, requires_grad=True)\n"
+            "tinynet.nn.LayerNorm(16)(x).sum().backward()\n"
+            "tinynet.nn.LayerNorm(16).double()(x.double()).sum().backward()\n"
+            "from tinynet.kernels import cpu_1_textbook as rung\n"
+            "stats = [k.dispatcher.stats for k in (rung._forward, rung._backward)]\n"
+            "print(*(sum(sum(getattr(s, k).values()) for s in stats)\n"
+            "        for k in ('cache_hits', 'cache_misses')))\n")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+
+    def run():
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, timeout=300, check=True)
+        hits, misses = map(int, result.stdout.split())
+        return result.stderr, hits, misses
+
+    stderr, hits, misses = run()
+    assert stderr.count("tinynet: compiling the CPU LayerNorm kernels") == 1, stderr
+    assert "this happens once" in stderr
+    assert (hits, misses) == (0, 4)                 # two kernels, two dtypes
+    _, hits, misses = run()
+    assert (hits, misses) == (4, 0)
