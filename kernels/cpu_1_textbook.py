@@ -2,7 +2,8 @@
 
 Rows are independent: each sample is normalized by its own statistics
 (Ba, Kiros & Hinton, 2016, Eqs. 3-4), so Numba's ``prange`` hands whole rows to
-threads and no thread ever waits for another. Each row takes three passes:
+threads and no thread ever waits for another; an input too small to be worth
+waking the threads loops over its rows on one. Each row takes three passes:
 
 1. the mean, of the row shifted by its first element x₀ (shifted values are of
    the size of σ, so their mean loses nothing: kernels/reference.py);
@@ -34,33 +35,50 @@ __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
 
 # error_model="numpy": a division by zero gives inf/nan as in NumPy instead of
 # raising; no fastmath, so every sum and formula is computed as written.
-_KERNEL = dict(parallel=True, cache=True, error_model="numpy", fastmath=False)
+_EXACT = dict(error_model="numpy", fastmath=False)
+_ENTRY = dict(_EXACT, cache=True)         # compiled once, then loaded from Numba's cache
+_NOTICED = first_calls_noticed("the CPU LayerNorm kernels")
 
+# Below this many elements the rows are looped over on one thread: waking the
+# others costs some microseconds, as much as the whole of a small input's work.
+PARALLEL_MIN_ELEMENTS = 1 << 16
 MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
 CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements
 
 
-@first_calls_noticed("the CPU LayerNorm kernels")
-@njit(**_KERNEL)
-def _forward(x, gain, bias, eps, centered, y, mean, rstd):
-    rows, H = x.shape
-    for r in prange(rows):
-        shift = x[r, 0] if centered else x.dtype.type(0)     # x₀, in x's dtype
-        offset = 0.0                                   # μ − x₀
-        if centered:
-            total = 0.0
-            for j in range(H):
-                total += x[r, j] - shift
-            offset = total / H
-        squares = 0.0
+@njit(**_EXACT)
+def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
+    H = x.shape[1]
+    shift = x[r, 0] if centered else x.dtype.type(0)     # x₀, in x's dtype
+    offset = 0.0                                         # μ − x₀
+    if centered:
+        total = 0.0
         for j in range(H):
-            centered_value = (x[r, j] - shift) - offset
-            squares += centered_value * centered_value
-        scale = 1.0 / np.sqrt(squares / H + eps)       # 1/σ
-        mean[r] = shift + offset
-        rstd[r] = scale
-        for j in range(H):
-            y[r, j] = ((x[r, j] - shift) - offset) * scale * gain[j] + bias[j]
+            total += x[r, j] - shift
+        offset = total / H
+    squares = 0.0
+    for j in range(H):
+        centered_value = (x[r, j] - shift) - offset
+        squares += centered_value * centered_value
+    scale = 1.0 / np.sqrt(squares / H + eps)             # 1/σ
+    mean[r] = shift + offset
+    rstd[r] = scale
+    for j in range(H):
+        y[r, j] = ((x[r, j] - shift) - offset) * scale * gain[j] + bias[j]
+
+
+@_NOTICED
+@njit(**_ENTRY)
+def _forward_serial(x, gain, bias, eps, centered, y, mean, rstd):
+    for r in range(x.shape[0]):
+        _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
+
+
+@_NOTICED
+@njit(parallel=True, **_ENTRY)
+def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
+    for r in prange(x.shape[0]):
+        _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
 
 
 def chunk_count(rows: int, H: int) -> int:
@@ -69,39 +87,54 @@ def chunk_count(rows: int, H: int) -> int:
     return max(1, min(rows, MAX_CHUNKS, rows * H // CHUNK_MIN_ELEMENTS))
 
 
-@first_calls_noticed("the CPU LayerNorm kernels")
-@njit(**_KERNEL)
-def _backward(dy, x, mean, rstd, gain, centered, dx, parts):
+@njit(**_EXACT)
+def _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts):
+    """dx of one chunk's rows; their Σ dy·x̂ and Σ dy into parts[chunk]."""
     rows, H = x.shape
     chunks = parts.shape[0]
-    for chunk in prange(chunks):
-        for r in range(chunk * rows // chunks, (chunk + 1) * rows // chunks):
-            mu, scale = mean[r], rstd[r]
-            sum_g = sum_g_x_hat = 0.0
-            for j in range(H):
-                g = dy[r, j] * gain[j]
-                sum_g += g
-                sum_g_x_hat += g * ((x[r, j] - mu) * scale)
-            mean_g = sum_g / H if centered else 0.0
-            mean_g_x_hat = sum_g_x_hat / H
-            for j in range(H):
-                x_hat = (x[r, j] - mu) * scale
-                dx[r, j] = scale * (dy[r, j] * gain[j] - mean_g - x_hat * mean_g_x_hat)
-                parts[chunk, 0, j] += dy[r, j] * x_hat
-                parts[chunk, 1, j] += dy[r, j]
+    for r in range(chunk * rows // chunks, (chunk + 1) * rows // chunks):
+        mu, scale = mean[r], rstd[r]
+        sum_g = sum_g_x_hat = 0.0
+        for j in range(H):
+            g = dy[r, j] * gain[j]
+            sum_g += g
+            sum_g_x_hat += g * ((x[r, j] - mu) * scale)
+        mean_g = sum_g / H if centered else 0.0
+        mean_g_x_hat = sum_g_x_hat / H
+        for j in range(H):
+            x_hat = (x[r, j] - mu) * scale
+            dx[r, j] = scale * (dy[r, j] * gain[j] - mean_g - x_hat * mean_g_x_hat)
+            parts[chunk, 0, j] += dy[r, j] * x_hat
+            parts[chunk, 1, j] += dy[r, j]
+
+
+@_NOTICED
+@njit(**_ENTRY)
+def _backward_serial(dy, x, mean, rstd, gain, centered, dx, parts):
+    for chunk in range(parts.shape[0]):
+        _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
+
+
+@_NOTICED
+@njit(parallel=True, **_ENTRY)
+def _backward_parallel(dy, x, mean, rstd, gain, centered, dx, parts):
+    for chunk in prange(parts.shape[0]):
+        _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
 
 
 def _run_forward(x, gain, bias, eps, centered):
     rows = x.shape[0]
     y, mean, rstd = np.empty_like(x), np.empty(rows), np.empty(rows)
-    _forward(x, gain, bias, eps, centered, y, mean, rstd)
+    forward = _forward_parallel if x.size >= PARALLEL_MIN_ELEMENTS else _forward_serial
+    forward(x, gain, bias, eps, centered, y, mean, rstd)
     return y, mean, rstd
 
 
 def _run_backward(dy, x, mean, rstd, gain, centered):
     parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
     dx = np.empty_like(x)
-    _backward(dy, x, mean, rstd, gain, centered, dx, parts)
+    backward = _backward_parallel if x.size >= PARALLEL_MIN_ELEMENTS else _backward_serial
+    backward(dy, x, mean, rstd, gain, centered, dx, parts)
     dgain, dbias = parts.sum(axis=0).astype(x.dtype)
     return dx, dgain, dbias
 

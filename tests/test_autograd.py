@@ -149,3 +149,33 @@ def test_graph_is_freed_after_backward():
     node = y.grad_fn
     y.backward()
     assert node.freed and not hasattr(node, "inputs")
+
+
+ZERO_D_CASES = {
+    "sum(dim=0)": lambda a: a.sum(dim=0),
+    "mean(dim=-1, keepdim)": lambda a: a.mean(dim=-1, keepdim=True),
+    "max(dim=0)": lambda a: a.max(dim=0)[0],
+    "min(0)": lambda a: a.min(0)[0],
+    "logsumexp(0)": lambda a: a.logsumexp(0),
+    "var(0, correction=0)": lambda a: a.var(0, correction=0) + a,
+    "std(0, correction=0)": lambda a: a.std(0, correction=0) + a,
+    "transpose(0, -1)": lambda a: a.transpose(0, -1) * 2,
+    "squeeze(0)": lambda a: a.squeeze(0) * 3,
+    "softmax(0)": lambda a: a.softmax(0) * a,
+}
+
+
+@pytest.mark.parametrize("name", ZERO_D_CASES)
+def test_dims_of_a_0d_tensor_work_as_in_pytorch(name):
+    """A 0-d tensor has dims 0 and -1, each holding its one element."""
+    torch = pytest.importorskip("torch")
+    fn = ZERO_D_CASES[name]
+    a = tinynet.tensor(0.3, dtype=tinynet.float64, requires_grad=True)
+    t = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
+    ours, theirs = fn(a), fn(t)
+    assert ours.shape == tuple(theirs.shape)
+    ours.sum().backward()
+    theirs.sum().backward()
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-15)
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-15)
+    assert a.max(0).indices.item() == a.argmax(0).item() == 0

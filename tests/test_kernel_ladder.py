@@ -144,7 +144,7 @@ def test_the_first_compile_says_so_once_and_later_runs_load_the_cache(tmp_path):
             "tinynet.nn.LayerNorm(16)(x).sum().backward()\n"
             "tinynet.nn.LayerNorm(16).double()(x.double()).sum().backward()\n"
             "from tinynet.kernels import cpu_1_textbook as rung\n"
-            "stats = [k.dispatcher.stats for k in (rung._forward, rung._backward)]\n"
+            "stats = [k.dispatcher.stats for k in (rung._forward_serial, rung._backward_serial)]\n"
             "print(*(sum(sum(getattr(s, k).values()) for s in stats)\n"
             "        for k in ('cache_hits', 'cache_misses')))\n")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))

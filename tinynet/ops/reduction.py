@@ -46,6 +46,8 @@ def resolve_dims(x, dim, keepdim, axis=None, keepdims=None):
     axes = tuple(normalize_axis(d, x.ndim) for d in dims)
     if len(set(axes)) != len(axes):
         raise ValueError(f"dimension repeated in {dim}")
+    if x.ndim == 0:
+        return (), bool(keepdim)     # dim 0 (or -1) of a 0-d tensor: its one element
     return axes, bool(keepdim)
 
 
@@ -352,6 +354,8 @@ def _extreme(x, dim, keepdim, axis, keepdims, largest):
         return AllMax.apply(x, largest)
     axis = normalize_axis(dim, x.ndim)
     xp = get_array_module(x.data)
+    if x.ndim == 0:                      # its one element, at index 0
+        return MaxResult(x.reshape(()), Tensor._make(xp.zeros((), xp.int64)))
     indices = (xp.argmax if largest else xp.argmin)(x.data, axis=axis)
     values = TakeAlongAxis.apply(x, indices, axis, keepdim)
     if keepdim:
@@ -374,7 +378,10 @@ def _arg(x, dim, keepdim, axis, keepdims, largest):
     dim, keepdim = _merge_aliases(dim, keepdim, axis, keepdims)
     if dim is None:
         return Tensor._make(xp.asarray(find(x.data)))
-    return Tensor._make(find(x.data, axis=normalize_axis(dim, x.ndim), keepdims=keepdim))
+    axis = normalize_axis(dim, x.ndim)
+    if x.ndim == 0:
+        return Tensor._make(xp.zeros((), xp.int64))
+    return Tensor._make(find(x.data, axis=axis, keepdims=keepdim))
 
 
 def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):

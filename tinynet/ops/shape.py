@@ -255,6 +255,8 @@ def permute(x, *dims):
 def transpose(x, dim0, dim1):
     dims = list(range(x.ndim))
     d0, d1 = normalize_axis(dim0, x.ndim), normalize_axis(dim1, x.ndim)
+    if x.ndim == 0:
+        return reshape(x, ())
     dims[d0], dims[d1] = dims[d1], dims[d0]
     return Permute.apply(x, tuple(dims))
 
@@ -270,6 +272,9 @@ def flatten(x, start_dim=0, end_dim=-1):
 def squeeze(x, dim=None):
     if dim is None:
         shape = tuple(n for n in x.shape if n != 1)
+    elif x.ndim == 0:
+        normalize_axis(dim, 0)
+        shape = ()
     else:
         d = normalize_axis(dim, x.ndim)
         shape = x.shape[:d] + x.shape[d + 1:] if x.shape[d] == 1 else x.shape
