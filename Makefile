@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # Where the full MNIST lives, if anywhere (the bundled sample is used otherwise).
 export TINYNET_DATA ?= $(if $(wildcard ../shared/data/mnist),$(abspath ../shared/data),)
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test lint venv bench clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ demo: venv
 
 test: venv
 	$(PY) -m pytest -q
+
+lint: venv
+	$(VENV)/bin/ruff check .
 
 bench: venv
 	$(PY) benchmarks/overhead.py

@@ -96,7 +96,7 @@ def print_table(title: str, headers: list[str], rows: list[list]) -> None:
     text = [[cell(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in text)) for i, h in enumerate(headers)]
     print(f"\n{title}\n")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths)) + " |")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for r in text:
-        print("| " + " | ".join(v.ljust(w) for v, w in zip(r, widths)) + " |")
+        print("| " + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) + " |")

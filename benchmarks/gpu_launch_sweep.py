@@ -11,13 +11,22 @@ defaults in ``kernels/cuda.py`` were chosen from this table.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table  # noqa: E402
-from layernorm import (EPS, GPU_SHAPES, backward_bytes, forward_bytes,  # noqa: E402
-                       gpu_copy_bandwidth, gpu_hold_kernel, gpu_time, layer_norm_inputs)
+from layernorm import (  # noqa: E402
+    EPS,
+    GPU_SHAPES,
+    backward_bytes,
+    forward_bytes,
+    gpu_copy_bandwidth,
+    gpu_hold_kernel,
+    gpu_time,
+    layer_norm_inputs,
+)
 
 # Variants of the default launch: {label: the knobs that change}.
 FORWARD_VARIANTS = {
@@ -65,8 +74,8 @@ def sweep_forward(cupy, kernels, hold, shape, copy_bw):
     for label, launch in variants(FORWARD_VARIANTS):
         plan = describe(launch.forward_plan(shape[1]))
         try:
-            ms, wall_ms = gpu_time(cupy, lambda: kernels._forward(x, gain, bias, EPS, launch),
-                                   hold)
+            forward = functools.partial(kernels._forward, x, gain, bias, EPS, launch)
+            ms, wall_ms = gpu_time(cupy, forward, hold)
         except Exception as error:           # a launch this GPU refuses: say so, go on
             table.append([label, plan, repr(error)[:60], "", ""])
             continue
@@ -84,17 +93,18 @@ def sweep_backward(cupy, kernels, hold, shape, copy_bw):
     for label, launch in variants(BACKWARD_VARIANTS):
         plan = describe(launch.backward_plan(H))
         try:
-            ms, wall_ms = gpu_time(
-                cupy, lambda: kernels._backward(dy, x, mean, rstd, gain, launch), hold)
+            backward = functools.partial(kernels._backward, dy, x, mean, rstd, gain, launch)
+            ms, wall_ms = gpu_time(cupy, backward, hold)
         except Exception as error:
             table.append([label, plan, repr(error)[:60], "", "", "", "", ""])
             continue
         blocks, _, partial_rows = launch.backward_grid(rows, H)
         partial_sums = cupy.zeros((partial_rows, 2 * H), x.dtype)
         dgain, dbias = cupy.empty(H, x.dtype), cupy.empty(H, x.dtype)
-        sum_ms, _ = gpu_time(cupy, lambda: kernels._launch(
-            kernels._sum_partials, launch.sum_blocks(H), (launch.sum_columns, launch.sum_lanes),
-            partial_sums, dgain, dbias), hold)
+        sum_partials = functools.partial(
+            kernels._launch, kernels._sum_partials, launch.sum_blocks(H),
+            (launch.sum_columns, launch.sum_lanes), partial_sums, dgain, dbias)
+        sum_ms, _ = gpu_time(cupy, sum_partials, hold)
         table.append([label, plan, blocks, partial_rows, ms * 1e3, sum_ms * 1e3, wall_ms * 1e3,
                       backward_bytes(shape) / ms / 1e6 / copy_bw])
     print_table(f"Backward {shape}, float32", ["launch", "rows", "blocks", "partial rows",
@@ -104,6 +114,7 @@ def sweep_backward(cupy, kernels, hold, shape, copy_bw):
 
 def main():
     import cupy
+
     from tinynet.backend import cuda_is_available
     if not cuda_is_available():
         sys.exit("gpu_launch_sweep: needs CuPy and a CUDA GPU")

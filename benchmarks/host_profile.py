@@ -57,6 +57,7 @@ def kernel_calls(device: str, shape):
         from tinynet.kernels import cuda as kernels
     elif device == "cuda":
         import cupy
+
         from tinynet.kernels import cuda as kernels
         xp, synchronize = cupy, cupy.cuda.get_current_stream().synchronize
     else:

@@ -46,8 +46,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import (median_time, median_times, pin_threads, print_table,  # noqa: E402
-                    try_import_torch)
+from common import (  # noqa: E402
+    median_time,
+    median_times,
+    pin_threads,
+    print_table,
+    try_import_torch,
+)
 
 CPU_SHAPES = [(4096, 1024), (32768, 256), (256, 16384), (64, 128)]
 GPU_SHAPES = [(32768, 1024), (8192, 4096), (65536, 256)]
@@ -139,6 +144,7 @@ def measure_cpu_shape(shape, torch):
     an array of 32 MiB or more gets new pages from the kernel every time).
     """
     import numpy as np
+
     from tinynet.kernels import cpu, reference
 
     x, gain, bias, dy = layer_norm_inputs(np, shape)
@@ -186,6 +192,7 @@ def switch_table(threads, what):
     ``cpu``, set before each call."""
     import numba
     import numpy as np
+
     from tinynet.kernels import _recycling, cpu
 
     numba.set_num_threads(threads)
@@ -352,6 +359,7 @@ def gpu_tables(torch):
         print("\nGPU: not measured (needs CuPy and a CUDA GPU)")
         return
     import cupy
+
     from tinynet.kernels import cuda as cuda_kernels
     from tinynet.kernels import reference
 

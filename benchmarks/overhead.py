@@ -11,8 +11,10 @@ Targets (issue 2): per-op within 2x, MLP at batch 128 within 1.3x.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
+from itertools import pairwise
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import median_times, pin_threads, print_table, try_import_torch  # noqa: E402
@@ -26,6 +28,7 @@ def main():
     pin_threads(args.threads)
 
     import numpy as np
+
     import tinynet
     from tinynet.ops import linear
     torch = try_import_torch()
@@ -34,7 +37,7 @@ def main():
 
     def chain(lib, x):
         y = x
-        for i in range(args.chain // 4):
+        for _ in range(args.chain // 4):
             y = (y * 0.5 + 0.25).tanh() - y
         return y
 
@@ -48,7 +51,8 @@ def main():
     def mlp_step(lib, make, batch):
         functional = linear if lib is tinynet else torch.nn.functional.linear
         sizes = [784, 1000, 1000, 10]
-        weights = [make(rng.standard_normal((o, i)).astype(np.float32) * 0.03) for i, o in zip(sizes, sizes[1:])]
+        weights = [make(rng.standard_normal((o, i)).astype(np.float32) * 0.03)
+                   for i, o in pairwise(sizes)]
         biases = [make(np.zeros(o, np.float32)) for o in sizes[1:]]
         x = make(rng.random((batch, 784)).astype(np.float32), grad=False)
         target = rng.integers(0, 10, batch)
@@ -57,7 +61,7 @@ def main():
             for p in weights + biases:
                 p.grad = None
             h = x
-            for k, (w, b) in enumerate(zip(weights, biases)):
+            for k, (w, b) in enumerate(zip(weights, biases, strict=True)):
                 h = functional(h, w, b)
                 if k < 2:
                     h = h.relu()
@@ -80,7 +84,7 @@ def main():
                     args.chain, "2.0")]
     for batch, target in [(4, "-"), (128, "1.3")]:
         rows.append(compare(f"MLP 784-1000-1000-10 fwd+bwd, batch {batch}",
-                            lambda lib, make: mlp_step(lib, make, batch), 1, target))
+                            functools.partial(mlp_step, batch=batch), 1, target))
     print_table(f"tinynet vs PyTorch, {args.threads} thread(s), median µs",
                 ["case", "tinynet µs", "PyTorch µs", "ratio", "target ≤"], rows)
 

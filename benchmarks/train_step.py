@@ -71,6 +71,7 @@ def make_step(lib, model, x, y):
 def training_steps(kind, shape, torch=None, seed=0):
     """{'tinynet': step, 'torch': step} for one case (torch's only if given)."""
     import numpy as np
+
     import tinynet
     from tinynet.models import MLP, SequenceClassifier
 

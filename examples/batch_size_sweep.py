@@ -139,15 +139,18 @@ def summarize(results) -> list[dict]:
     groups: dict = {}
     for r in results:
         groups.setdefault((r["norm"], r["batch_size"]), []).append(r)
+
+    def mean(runs, field):
+        return sum(r[field] for r in runs) / len(runs)
+
     rows = []
     for (norm, batch), runs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        mean = lambda field: sum(r[field] for r in runs) / len(runs)  # noqa: E731
         rows.append({"norm": norm, "batch_size": batch, "seeds": len(runs),
-                     "test_error_pct": 100 * mean("test_error"),
+                     "test_error_pct": 100 * mean(runs, "test_error"),
                      "test_error_spread_pct": 100 * (max(r["test_error"] for r in runs)
                                                      - min(r["test_error"] for r in runs)),
-                     "test_nll": mean("test_nll"),
-                     "examples_per_second": mean("examples_per_second")})
+                     "test_nll": mean(runs, "test_nll"),
+                     "examples_per_second": mean(runs, "examples_per_second")})
     return rows
 
 
@@ -187,16 +190,16 @@ def plot(path, rows, results) -> bool:
     for norm, color in colors.items():
         points = [(r["batch_size"], r["test_error_pct"]) for r in rows if r["norm"] == norm]
         if points:
-            axes[0].plot(*zip(*points), marker="o", color=color, label=norm)
+            axes[0].plot(*zip(*points, strict=True), marker="o", color=color, label=norm)
     axes[0].set(xscale="log", xlabel="batch size", ylabel="test error (%)",
                 title="test error vs batch size (mean over seeds)")
     axes[0].set_xticks(batches, [str(b) for b in batches])
     seeds = sorted({r["seed"] for r in results})
-    for ax, batch in zip(axes[1:], curve_batches):
+    for ax, batch in zip(axes[1:], curve_batches, strict=True):
         for r in sorted(results, key=lambda r: (r["norm"], r["seed"])):
             if r["batch_size"] == batch and r["curve"]:
                 style = ("-", "--", ":", "-.")[seeds.index(r["seed"]) % 4]
-                ax.plot(*zip(*r["curve"]), style, marker=".", color=colors[r["norm"]],
+                ax.plot(*zip(*r["curve"], strict=True), style, marker=".", color=colors[r["norm"]],
                         label=f"{r['norm']}, seed {r['seed']}")
         ax.set(xlabel="examples seen", ylabel="test NLL", title=f"batch size {batch}")
         ax.legend(fontsize=8)

@@ -21,7 +21,6 @@ import os
 import sys
 import time
 
-
 import tinynet
 from tinynet.data import DataLoader, Subset, load_mnist
 from tinynet.models import MLP, NORMS
@@ -135,7 +134,8 @@ def train(args, progress=True) -> dict:
             scheduler.load_state_dict(saved["scheduler"])
         state = saved["state"]
 
-    curve_at = sorted({round(steps * (k + 1) / args.curve_points) for k in range(args.curve_points)})
+    points = args.curve_points
+    curve_at = sorted({round(steps * (k + 1) / points) for k in range(points)})
     per_epoch = len(loader)
     bar = _progress(steps, state["step"], enabled=progress and not args.no_progress)
     last_save = time.perf_counter()

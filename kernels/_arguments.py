@@ -62,6 +62,30 @@ def check_row_statistics(mean, rstd, x):
                              f"of x {tuple(x.shape)}; got shape {tuple(s.shape)}")
 
 
+def _fits(a, shape, dtype) -> bool:
+    return (type(a) is np.ndarray and a.shape == shape and a.dtype == dtype
+            and a.flags.c_contiguous)
+
+
+def forward_ready(x, gain, bias, eps) -> bool:
+    """Whether the forward's arguments can go to a compiled kernel as they are:
+    C-contiguous NumPy arrays, x (rows, H ≥ 1) of float32 or float64, gain and
+    bias (H,) of its dtype, eps a float ≥ 0. The quick test of the usual case;
+    :func:`forward_arguments` checks the rest."""
+    return (type(x) is np.ndarray and x.ndim == 2 and x.dtype in FLOAT_DTYPES
+            and x.shape[1] > 0 and x.flags.c_contiguous and type(eps) is float and eps >= 0
+            and _fits(gain, x.shape[1:], x.dtype) and _fits(bias, x.shape[1:], x.dtype))
+
+
+def backward_ready(dy, x, mean, rstd, gain) -> bool:
+    """As :func:`forward_ready`, for the backward: dy of x's shape and dtype,
+    mean and rstd float64 (rows,), gain given."""
+    return (type(x) is np.ndarray and x.ndim == 2 and x.dtype in FLOAT_DTYPES
+            and x.shape[1] > 0 and x.flags.c_contiguous and _fits(dy, x.shape, x.dtype)
+            and _fits(mean, x.shape[:1], np.float64) and _fits(rstd, x.shape[:1], np.float64)
+            and _fits(gain, x.shape[1:], x.dtype))
+
+
 def forward_arguments(x, gain, bias, eps, where="layer_norm_forward"):
     """Checked, contiguous ``(x, gain, bias, eps)``; a missing gain is ones, a
     missing bias zeros (exact stand-ins); eps a float ≥ 0."""

@@ -107,7 +107,7 @@ class CompiledPerDtype:
 
 
 def compiled_per_dtype(signature, dtypes, what: str, **options):
-    """Decorator: ``@compiled_per_dtype(lambda dtype: signature, dtypes, "what", **njit_options)``."""
+    """Decorator: ``@compiled_per_dtype(signature_of_dtype, dtypes, "what", **njit_options)``."""
     def decorate(py_func):
         return CompiledPerDtype(py_func, signature, dtypes, what, options)
     return decorate

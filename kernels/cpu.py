@@ -41,8 +41,8 @@ from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
 from ._compile import compiled_per_dtype
 from ._noalias import NOALIAS
 from ._prefetch import CACHE_LINE, prefetch
-from ._streaming_stores import rows_are_aligned, store_fence, store_streaming
 from ._recycling import empty_like
+from ._streaming_stores import rows_are_aligned, store_fence, store_streaming
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "adam_step"]
 

@@ -3,7 +3,8 @@
 Rows are independent: each sample is normalized by its own statistics
 (Ba, Kiros & Hinton, 2016, Eqs. 3-4), so Numba's ``prange`` hands whole rows to
 threads and no thread ever waits for another; an input too small to be worth
-waking the threads loops over its rows on one. Each row takes three passes:
+waking the threads loops over its rows on one (_cpu_rung). Each row takes
+three passes:
 
 1. the mean, of the row shifted by its first element x₀ (shifted values are of
    the size of σ, so their mean loses nothing: kernels/reference.py);
@@ -12,12 +13,11 @@ waking the threads loops over its rows on one. Each row takes three passes:
 3. y = g · (x − μ)/σ + b.
 
 Sums are taken in float64 whatever x's dtype. The backward takes two passes
-per row (the sums of g = dy·gain and of g·x̂, then dx, Eq. in
-reference.layer_norm_backward). dgain and dbias add up over *rows*, which
-threads share: each thread adds its rows into a partial sum of its own chunk
-of rows, the chunks being fixed by the shape alone, and the chunks' sums are
-added in order at the end. No atomics, and the same bits for any number of
-threads.
+per row: the sums of g = dy·gain and of g·x̂, then
+dx = (g − mean(g) − x̂ · mean(g·x̂)) / σ (reference.layer_norm_backward).
+dgain and dbias add up over *rows*, which threads share: each chunk of rows
+adds into a partial sum of its own, and the chunks' sums are added in order
+(_cpu_rung): no atomics, and the same bits for any number of threads.
 
 RMSNorm is the same code with the mean left out (``centered=False``): no
 shift, μ = 0 and no mean(g) term in dx.
@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._arguments import backward_arguments, forward_arguments, rms_arguments
 from ._compile import first_calls_noticed
+from ._cpu_rung import add_chunks, chunk_count, kernel_functions
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
            "rms_norm_backward"]
@@ -36,14 +36,8 @@ __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
 # error_model="numpy": a division by zero gives inf/nan as in NumPy instead of
 # raising; no fastmath, so every sum and formula is computed as written.
 _EXACT = dict(error_model="numpy", fastmath=False)
-_ENTRY = dict(_EXACT, cache=True)         # compiled once, then loaded from Numba's cache
+_DRIVER = dict(_EXACT, cache=True)        # compiled once, then loaded from Numba's cache
 _NOTICED = first_calls_noticed("the CPU LayerNorm kernels")
-
-# Below this many elements the rows are looped over on one thread: waking the
-# others costs some microseconds, as much as the whole of a small input's work.
-PARALLEL_MIN_ELEMENTS = 1 << 16
-MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
-CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements
 
 
 @njit(**_EXACT)
@@ -67,26 +61,6 @@ def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
         y[r, j] = ((x[r, j] - shift) - offset) * scale * gain[j] + bias[j]
 
 
-@_NOTICED
-@njit(**_ENTRY)
-def _forward_serial(x, gain, bias, eps, centered, y, mean, rstd):
-    for r in range(x.shape[0]):
-        _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
-
-
-@_NOTICED
-@njit(parallel=True, **_ENTRY)
-def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
-    for r in prange(x.shape[0]):
-        _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
-
-
-def chunk_count(rows: int, H: int) -> int:
-    """How many chunks of rows the gain gradients are summed in: a function of
-    the shape alone, so that the result does not depend on the thread count."""
-    return max(1, min(rows, MAX_CHUNKS, rows * H // CHUNK_MIN_ELEMENTS))
-
-
 @njit(**_EXACT)
 def _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts):
     """dx of one chunk's rows; their Σ dy·x̂ and Σ dy into parts[chunk]."""
@@ -108,59 +82,40 @@ def _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts):
             parts[chunk, 1, j] += dy[r, j]
 
 
+# The drivers: a serial and a parallel loop over the rows (over the chunks of
+# rows, for the backward).
+
 @_NOTICED
-@njit(**_ENTRY)
-def _backward_serial(dy, x, mean, rstd, gain, centered, dx, parts):
+@njit(**_DRIVER)
+def _forward_serial(x, gain, bias, eps, centered, y, mean, rstd):
+    for r in range(x.shape[0]):
+        _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
+
+
+@_NOTICED
+@njit(parallel=True, **_DRIVER)
+def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
+    for r in prange(x.shape[0]):
+        _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
+
+
+@_NOTICED
+@njit(**_DRIVER)
+def _backward_serial(dy, x, mean, rstd, gain, centered, dx, gain_grads):
+    parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
     for chunk in range(parts.shape[0]):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
+    add_chunks(parts, gain_grads)
 
 
 @_NOTICED
-@njit(parallel=True, **_ENTRY)
-def _backward_parallel(dy, x, mean, rstd, gain, centered, dx, parts):
+@njit(parallel=True, **_DRIVER)
+def _backward_parallel(dy, x, mean, rstd, gain, centered, dx, gain_grads):
+    parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
     for chunk in prange(parts.shape[0]):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
+    add_chunks(parts, gain_grads)
 
 
-def _run_forward(x, gain, bias, eps, centered):
-    rows = x.shape[0]
-    y, mean, rstd = np.empty_like(x), np.empty(rows), np.empty(rows)
-    forward = _forward_parallel if x.size >= PARALLEL_MIN_ELEMENTS else _forward_serial
-    forward(x, gain, bias, eps, centered, y, mean, rstd)
-    return y, mean, rstd
-
-
-def _run_backward(dy, x, mean, rstd, gain, centered):
-    parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
-    dx = np.empty_like(x)
-    backward = _backward_parallel if x.size >= PARALLEL_MIN_ELEMENTS else _backward_serial
-    backward(dy, x, mean, rstd, gain, centered, dx, parts)
-    dgain, dbias = parts.sum(axis=0).astype(x.dtype)
-    return dx, dgain, dbias
-
-
-def layer_norm_forward(x, gain, bias, eps):
-    """``(y, mean, rstd)`` of each row of x (rows, H); as reference.layer_norm_forward."""
-    return _run_forward(*forward_arguments(x, gain, bias, eps), True)
-
-
-def layer_norm_backward(dy, x, mean, rstd, gain):
-    """``(dx, dgain, dbias)``; as reference.layer_norm_backward."""
-    dy, x, mean, rstd, checked_gain, affine = backward_arguments(dy, x, mean, rstd, gain)
-    dx, dgain, dbias = _run_backward(dy, x, mean, rstd, checked_gain, True)
-    return (dx, dgain, dbias) if affine else (dx, None, None)
-
-
-def rms_norm_forward(x, gain, eps):
-    """``(y, rstd)``; as reference.rms_norm_forward."""
-    x, gain, bias, eps = rms_arguments(x, gain, eps)
-    y, _, rstd = _run_forward(x, gain, bias, eps, False)
-    return y, rstd
-
-
-def rms_norm_backward(dy, x, rstd, gain):
-    """``(dx, dgain)``; as reference.rms_norm_backward."""
-    dy, x, mean, rstd, checked_gain, affine = backward_arguments(
-        dy, x, np.zeros(len(x)), rstd, gain)
-    dx, dgain, _ = _run_backward(dy, x, mean, rstd, checked_gain, False)
-    return (dx, dgain) if affine else (dx, None)
+layer_norm_forward, layer_norm_backward, rms_norm_forward, rms_norm_backward = \
+    kernel_functions((_forward_serial, _forward_parallel), (_backward_serial, _backward_parallel))

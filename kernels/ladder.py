@@ -44,6 +44,8 @@ LADDERS = {
         REFERENCE,
         Rung("textbook", "tinynet.kernels.cpu_1_textbook",
              "compiled loops: rows in parallel, three passes per row, float64 sums"),
+        Rung("vectorized", "tinynet.kernels.cpu_2_vectorized",
+             "row sums the compiler may reorder, so that it vectorizes them"),
         Rung("pipelined", "tinynet.kernels.cpu",
              "vectorized block sums, software-pipelined passes, streaming stores, prefetch",
              ("layer_norm_forward", "layer_norm_backward")),

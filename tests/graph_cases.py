@@ -160,7 +160,8 @@ def clamp(draw, nodes):
                            unique=True).map(sorted))
     keys = ["min", "max"] if len(bounds) == 2 else [draw(st.sampled_from(["min", "max"]))]
     a = pick(draw, nodes, lambda t: away(t, *bounds))
-    return Step("clamp", lambda lib, a, **kw: a.clamp(**kw), (a,), dict(zip(keys, bounds)))
+    return Step("clamp", lambda lib, a, **kw: a.clamp(**kw), (a,),
+                dict(zip(keys, bounds, strict=True)))
 
 
 def where(draw, nodes):
@@ -268,7 +269,7 @@ def expand(draw, nodes):
     shape = tuple(nodes[a := pick(draw, nodes)].shape)
     lead = tuple(draw(st.lists(st.sampled_from([1, 2]), max_size=MAX_NDIM - len(shape))))
     tail = tuple(draw(st.sampled_from([-1, 2, 3])) if n == 1 else -1 for n in shape)
-    target = lead + tuple(n if s == -1 else s for n, s in zip(shape, tail))
+    target = lead + tuple(n if s == -1 else s for n, s in zip(shape, tail, strict=True))
     require(target and np.prod(target) <= MAX_NUMEL)
     return Step("expand", lambda lib, a, sizes: a.expand(*sizes), (a,), dict(sizes=lead + tail))
 

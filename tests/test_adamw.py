@@ -55,8 +55,8 @@ def test_adamw_matches_torch_every_step(name, reference_kernels):
     with tinynet.use_reference_kernels(reference_kernels):
         ours = run(tinynet, ADAMW[name])
     ref = run(torch, ADAMW[name])
-    for step, (a, b) in enumerate(zip(ours, ref)):
-        for x, y in zip(a, b):
+    for step, (a, b) in enumerate(zip(ours, ref, strict=True)):
+        for x, y in zip(a, b, strict=True):
             np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-15, err_msg=f"step {step}")
 
 
@@ -70,8 +70,8 @@ def test_adamw_defaults_are_torchs():
 def test_adamw_without_decay_is_adam():
     adamw = run(tinynet, lambda lib, p: optim.AdamW(p, lr=0.01, weight_decay=0), steps=10)
     adam = run(tinynet, lambda lib, p: optim.Adam(p, lr=0.01), steps=10)
-    for a, b in zip(adamw, adam):
-        for x, y in zip(a, b):
+    for a, b in zip(adamw, adam, strict=True):
+        for x, y in zip(a, b, strict=True):
             np.testing.assert_array_equal(x, y)
 
 
@@ -101,7 +101,7 @@ def test_adamw_state_dict_round_trip_continues_the_same_path(tmp_path):
     tinynet.save(resume(params, None, 0).state_dict(), tmp_path / "adamw.npz")
     resumed = [nn.Parameter(tinynet.tensor(p.numpy().copy())) for p in params]
     resume(resumed, tinynet.load(tmp_path / "adamw.npz"), 6)
-    for x, y in zip(resumed, uninterrupted):
+    for x, y in zip(resumed, uninterrupted, strict=True):
         np.testing.assert_array_equal(x.numpy(), y)
 
 

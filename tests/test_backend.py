@@ -44,18 +44,22 @@ def test_kernel_table_lookup_register_and_reference_switch():
 
 
 def test_the_default_rung_and_a_chosen_one():
+    import importlib
+
     from tinynet.kernels import ladder
+
+    def kernel(rung, name):
+        return getattr(importlib.import_module(rung.module), name)
+
     table = backend.KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu:adam_step"})
-    default = dict((r.name, r) for r in ladder.LADDERS["cpu"])[ladder.DEFAULT["cpu"]]
-    assert table.layer_norm_forward.__module__ == default.module
+    rungs = {r.name: r for r in ladder.LADDERS["cpu"]}
+    assert table.layer_norm_forward is kernel(rungs[ladder.DEFAULT["cpu"]], "layer_norm_forward")
     for rung in ladder.LADDERS["cpu"]:
         with tinynet.use_kernels(rung.name):
-            assert table.layer_norm_forward.__module__ == rung.module
-            expected = rung.module if "rms_norm_forward" in rung.kernels else None
-            if expected:
-                assert table.rms_norm_forward.__module__ == expected
-            else:                                  # the nearest rung below that has it
-                assert table.rms_norm_forward.__module__ != rung.module
+            assert table.layer_norm_forward is kernel(rung, "layer_norm_forward")
+            below = [r for r in ladder.LADDERS["cpu"][:ladder.rung_names("cpu").index(rung.name)
+                                                     + 1] if "rms_norm_forward" in r.kernels]
+            assert table.rms_norm_forward is kernel(below[-1], "rms_norm_forward")
     with tinynet.use_kernels("reference"):
         assert table.adam_step.__module__ == "tinynet.kernels.reference"
     assert table.adam_step.__module__ == "tinynet.kernels.cpu"

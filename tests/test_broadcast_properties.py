@@ -32,7 +32,7 @@ def _inputs(shapes, seed):
     magnitudes = 0.5 + (rng.permutation(n) + rng.uniform(0.25, 0.75, n)) / n
     values = np.split(magnitudes * rng.choice([-1, 1], n), np.cumsum(sizes)[:-1])
     return [tinynet.tensor(v.reshape(shape), dtype=tinynet.float64, requires_grad=True)
-            for v, shape in zip(values, shapes)]
+            for v, shape in zip(values, shapes, strict=True)]
 
 
 @SETTINGS
@@ -73,7 +73,9 @@ def test_reductions_over_random_axes(shape, data, reduction):
     keepdim = data.draw(st.booleans())
     assume(reduction != "var" or np.prod([shape[a] for a in axes]) >= 2)
     x = _inputs([shape], 0)[0]
-    fn = lambda t: getattr(t, reduction)(dim=axes, keepdim=keepdim)
+
+    def fn(t):
+        return getattr(t, reduction)(dim=axes, keepdim=keepdim)
     expected = NUMPY_REDUCTIONS[reduction](x.numpy(), axis=axes, keepdims=keepdim)
     np.testing.assert_allclose(fn(x).numpy(), expected, rtol=1e-10)
     assert gradcheck(fn, x)

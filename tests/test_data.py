@@ -103,7 +103,7 @@ def test_a_seed_gives_the_same_epochs_whatever_else_draws_numbers():
     a = three_epochs(DataLoader(numbered_dataset(50), batch_size=8, shuffle=True, seed=7))
     b = three_epochs(DataLoader(numbered_dataset(50), batch_size=8, shuffle=True, seed=7))
     c = three_epochs(DataLoader(numbered_dataset(50), batch_size=8, shuffle=True, seed=8))
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
     assert not np.array_equal(a[0], a[1])
     assert not np.array_equal(a[0], c[0])

@@ -99,7 +99,7 @@ def test_sweep_runs_in_workers_appends_and_skips_done_runs(tmp_path, capsys):
             "--examples", "64", "--workers", "2", "--out", str(tmp_path)]
     assert batch_size_sweep.main(argv) == 0
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
-    assert sorted(json.loads(l)["norm"] for l in lines) == ["layer", "none"]
+    assert sorted(json.loads(line)["norm"] for line in lines) == ["layer", "none"]
     assert (tmp_path / "sweep.csv").read_text().startswith("norm,batch_size,seeds,test_error_pct")
     assert (tmp_path / "figure6.png").stat().st_size > 1000
     capsys.readouterr()
@@ -113,7 +113,8 @@ def test_sweep_summary_means_over_seeds():
             for e, n in ((0.04, 0.2), (0.06, 0.4))]
     (row,) = batch_size_sweep.summarize(runs)
     assert row["seeds"] == 2 and row["test_error_pct"] == pytest.approx(5.0)
-    assert row["test_error_spread_pct"] == pytest.approx(2.0) and row["test_nll"] == pytest.approx(0.3)
+    assert row["test_error_spread_pct"] == pytest.approx(2.0)
+    assert row["test_nll"] == pytest.approx(0.3)
 
 
 @pytest.mark.parametrize("task", ["mnist", "adding"])

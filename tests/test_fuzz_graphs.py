@@ -13,15 +13,23 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
-from hypothesis.errors import NoSuchExample
 from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
 
 import tinynet
 
 torch = pytest.importorskip("torch")
 
-from graph_cases import (BINARY, MAKERS, MAX_NUMEL, REDUCTIONS, UNARY, WITH_CONSTANT,  # noqa: E402
-                         Misfit, Nodes)
+from graph_cases import (  # noqa: E402
+    BINARY,
+    MAKERS,
+    MAX_NUMEL,
+    REDUCTIONS,
+    UNARY,
+    WITH_CONSTANT,
+    Misfit,
+    Nodes,
+)
 
 LEAF_SHAPES = [(), (1,), (1, 1), (3,), (1, 3), (2, 1), (4, 1, 1), (4, 1, 3)]
 MAX_LEAVES, MAX_STEPS, MAX_ABS = 4, 14, 1e3
@@ -41,7 +49,7 @@ class Graph:
         lines = [f"v{i} = leaf({a.tolist()!r})" for i, a in enumerate(self.leaves)]
         lines += [f"v{len(self.leaves) + i} = {s!r}" for i, s in enumerate(self.steps)]
         lines += [f"loss += (v{i} * {w.tolist()!r}).sum()"
-                  for i, w in zip(self.outputs, self.weights)]
+                  for i, w in zip(self.outputs, self.weights, strict=True)]
         return "\n".join(["Graph:"] + lines)
 
     def _repr_pretty_(self, printer, cycle):     # how hypothesis shows a failing graph
@@ -81,7 +89,7 @@ def evaluate(graph, lib):
     for step in graph.steps:
         nodes.append(step.run(lib, nodes))
     outputs = [nodes[i] for i in graph.outputs]
-    loss = sum((o * lib.tensor(w)).sum() for o, w in zip(outputs, graph.weights))
+    loss = sum((o * lib.tensor(w)).sum() for o, w in zip(outputs, graph.weights, strict=True))
     loss.backward()
     return loss, outputs, [leaf.grad for leaf in leaves]
 
@@ -103,9 +111,9 @@ def assert_same(ours, ref, what):
 def assert_graph_matches_torch(graph):
     ours, ref = evaluate(graph, tinynet), evaluate(graph, torch)
     assert_same(ours[0], ref[0], "loss")
-    for i, o, r in zip(graph.outputs, ours[1], ref[1]):
+    for i, o, r in zip(graph.outputs, ours[1], ref[1], strict=True):
         assert_same(o, r, f"v{i}")
-    for i, (g, r) in enumerate(zip(ours[2], ref[2])):
+    for i, (g, r) in enumerate(zip(ours[2], ref[2], strict=True)):
         assert_same(g, r, f"grad of leaf v{i}")
 
 

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from tinynet.kernels import ladder, reference
-from test_kernels_cpu import EPS, RTOL, SHAPES, assert_close, layer_norm_inputs
+
+from test_kernels_cpu import (
+    EPS,
+    RTOL,
+    SHAPES,
+    assert_accurate_far_from_zero,
+    assert_close,
+    layer_norm_inputs,
+)
 
 RUNGS = [rung for rung in ladder.LADDERS["cpu"] if rung.name != "reference"]
 RMS_RUNGS = [rung for rung in RUNGS if "rms_norm_forward" in rung.kernels]
@@ -28,13 +36,17 @@ def rms_norm_results(kernels, x, gain, dy):
     return (y, rstd) + tuple(kernels.rms_norm_backward(dy, x, rstd, gain))
 
 
-def assert_results_match(actual, expected, x, rtol):
+def assert_results_match(actual, expected, x, rtol, dx_scale=None):
+    """Each result to ``rtol`` of the largest expected magnitude; μ to that of x, and
+    dx to ``dx_scale`` if given: the size of the terms that cancel in it, rstd·|g|."""
+    layer_norm = len(actual) == 6
     for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
         if e is None:
             assert a is None, i
             continue
         assert a.shape == e.shape and a.dtype == e.dtype, i
-        scale = np.max(np.abs(x)) if i == 1 and len(actual) == 6 else None   # μ: to |x|
+        scale = {1: np.max(np.abs(x)) if layer_norm else None,
+                 3 if layer_norm else 2: dx_scale}.get(i)
         assert_close(a, e, rtol, scale)
 
 
@@ -53,8 +65,10 @@ def test_layer_norm_matches_the_reference(rung, shape, offset, dtype):
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_rms_norm_matches_the_reference(rung, shape, dtype):
     x, gain, _, dy = layer_norm_inputs(shape, dtype, offset=1.0)
-    assert_results_match(rms_norm_results(kernels_of(rung), x, gain, dy),
-                         rms_norm_results(reference, x, gain, dy), x, RTOL[dtype])
+    expected = rms_norm_results(reference, x, gain, dy)
+    cancelling = np.max(np.abs(dy * gain) * expected[1][:, None])      # rstd·|g|
+    assert_results_match(rms_norm_results(kernels_of(rung), x, gain, dy), expected, x,
+                         RTOL[dtype], dx_scale=cancelling)
 
 
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
@@ -118,6 +132,16 @@ def test_the_number_of_threads_does_not_change_a_bit(rung, shape):
         numba.set_num_threads(before)
     for one, two in zip(*results, strict=True):
         np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+def test_float32_rows_far_from_zero_match_float64(rung):
+    kernels = kernels_of(rung)
+
+    def run(x, dy):
+        y, mean, rstd = kernels.layer_norm_forward(x, None, None, EPS)
+        return y, kernels.layer_norm_backward(dy, x, mean, rstd, None)[0]
+    assert_accurate_far_from_zero(run)
 
 
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)

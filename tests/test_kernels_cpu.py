@@ -46,7 +46,7 @@ def assert_matches_reference(x, gain, bias, dy, rtol):
 
     grads = cpu.layer_norm_backward(dy, x, mean, rstd, gain)
     ref_grads = reference.layer_norm_backward(dy, x, ref_mean, ref_rstd, gain)
-    for actual, expected in zip(grads, ref_grads):
+    for actual, expected in zip(grads, ref_grads, strict=True):
         if expected is None:
             assert actual is None
         else:
@@ -124,7 +124,7 @@ def test_the_number_of_threads_does_not_change_a_bit(shape):
             results.append(run_forward_and_backward(x, gain, bias, dy))
     finally:
         numba.set_num_threads(before)
-    for one, two in zip(*results):
+    for one, two in zip(*results, strict=True):
         np.testing.assert_array_equal(one, two)
 
 
@@ -135,7 +135,7 @@ def test_serial_and_parallel_drivers_agree(shape, monkeypatch):
     for parallel in (False, True):
         monkeypatch.setattr(cpu, "_use_parallel", lambda size, parallel=parallel: parallel)
         results.append(run_forward_and_backward(x, gain, bias, dy))
-    for serial, parallel in zip(*results):
+    for serial, parallel in zip(*results, strict=True):
         assert_close(parallel, serial, 1e-6)
 
 
@@ -160,7 +160,7 @@ def run_drivers(x, gain, bias, dy, streaming, ahead_rows=0):
 def assert_same_bits(expected, actual):
     """Two run_drivers results are the same bits, and every y and dx was written."""
     assert np.all(np.isfinite(expected[0])) and np.all(np.isfinite(expected[2]))
-    for a, b in zip(expected, actual):
+    for a, b in zip(expected, actual, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -261,7 +261,8 @@ def test_noalias_option_marks_the_array_arguments_for_llvm():
                       if line.startswith("define") and "double_into" in line)
         return define.count("noalias")
 
-    assert noalias_marks(numba.njit(**NOALIAS)(double_into)) > noalias_marks(numba.njit(double_into))
+    marked, plain = numba.njit(**NOALIAS)(double_into), numba.njit(double_into)
+    assert noalias_marks(marked) > noalias_marks(plain)
 
 
 @pytest.mark.parametrize("shape", [(64, 128), (3, 4097)], ids=str)
@@ -469,7 +470,7 @@ def test_statistics_of_another_dtype_are_converted():
     mean, rstd = mean.astype(np.float32), rstd.astype(np.float32)
     converted = cpu.layer_norm_backward(dy, x, mean.astype(np.float64),
                                         rstd.astype(np.float64), gain)
-    for a, b in zip(cpu.layer_norm_backward(dy, x, mean, rstd, gain), converted):
+    for a, b in zip(cpu.layer_norm_backward(dy, x, mean, rstd, gain), converted, strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -498,7 +499,7 @@ def test_adam_step_matches_the_reference(shape, weight_decay, dtype):
         cpu.adam_step(param, grad, exp_avg, exp_avg_sq, *hyper)
         reference.adam_step(ref[0], grad, ref[1], ref[2], *hyper)
     tol = dict(rtol=1e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
-    for actual, expected in zip((param, exp_avg, exp_avg_sq), ref):
+    for actual, expected in zip((param, exp_avg, exp_avg_sq), ref, strict=True):
         assert actual.dtype == dtype
         np.testing.assert_allclose(actual, expected, **tol)
 

@@ -21,8 +21,14 @@ from numba import cuda
 import tinynet
 from tinynet.kernels import reference
 
-from test_kernels_cpu import (EPS, RTOL, AWKWARD_H, assert_accurate_far_from_zero, assert_close,
-                              layer_norm_inputs)
+from test_kernels_cpu import (
+    AWKWARD_H,
+    EPS,
+    RTOL,
+    assert_accurate_far_from_zero,
+    assert_close,
+    layer_norm_inputs,
+)
 
 SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 ON_GPU = not SIMULATED and tinynet.cuda_is_available()
@@ -82,7 +88,7 @@ def assert_matches_reference(x, gain, bias, dy, launch, rtol):
     assert_close(mean, ref_mean, rtol, scale=np.max(np.abs(x)))
     assert_close(rstd, ref_rstd, rtol)
     ref_grads = reference.layer_norm_backward(dy, x, ref_mean, ref_rstd, gain)
-    for actual, expected in zip((dx, dgain, dbias), ref_grads):
+    for actual, expected in zip((dx, dgain, dbias), ref_grads, strict=True):
         if expected is None:
             assert actual is None
         else:
@@ -254,7 +260,7 @@ def test_public_functions_use_the_default_launch():
     dx, dgain, dbias = kernels.layer_norm_backward(to_device(dy), to_device(x), mean, rstd,
                                                    to_device(gain))
     for name, a in zip(("y", "mean", "rstd", "dx", "dgain", "dbias"),
-                       (y, mean, rstd, dx, dgain, dbias)):
+                       (y, mean, rstd, dx, dgain, dbias), strict=True):
         assert type(a) is type(to_device(x)), name       # CuPy on a GPU, NumPy simulated
     assert_close(to_host(y), reference.layer_norm_forward(x, gain, bias, EPS)[0], 1e-5)
 
@@ -308,7 +314,7 @@ def test_layer_norm_and_ln_lstm_on_the_gpu_match_the_cpu_and_the_reference():
     on_gpu = _layer_norm_lstm_run("cuda", x_np)
     with tinynet.use_reference_kernels():
         on_gpu_reference = _layer_norm_lstm_run("cuda", x_np)
-    for ours, cpu, reference_path in zip(on_gpu, on_cpu, on_gpu_reference):
+    for ours, cpu, reference_path in zip(on_gpu, on_cpu, on_gpu_reference, strict=True):
         np.testing.assert_allclose(ours, cpu, rtol=1e-9, atol=1e-11)
         np.testing.assert_allclose(ours, reference_path, rtol=1e-9, atol=1e-11)
 

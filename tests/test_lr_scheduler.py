@@ -90,7 +90,7 @@ def lr_history(lib, name, steps=STEPS):
 @pytest.mark.parametrize("name", sorted(SCHEDULERS))
 def test_lr_after_every_step_matches_torch(name):
     ours, ref = lr_history(tinynet, name), lr_history(torch, name)
-    for step, ((lrs, last), (ref_lrs, ref_last)) in enumerate(zip(ours, ref)):
+    for step, ((lrs, last), (ref_lrs, ref_last)) in enumerate(zip(ours, ref, strict=True)):
         np.testing.assert_allclose(lrs, ref_lrs, rtol=1e-12, atol=0, err_msg=f"step {step}")
         np.testing.assert_allclose(last, ref_last, rtol=1e-12, atol=0, err_msg=f"step {step}")
         assert lrs == last

@@ -20,8 +20,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tinynet.data import (MNIST, ChecksumError, DataLoader, DownloadError, MNISTFormatError,
-                          Subset, download_mnist, load_mnist, read_idx, write_idx)
+from tinynet.data import (
+    MNIST,
+    ChecksumError,
+    DataLoader,
+    DownloadError,
+    MNISTFormatError,
+    Subset,
+    download_mnist,
+    load_mnist,
+    read_idx,
+    write_idx,
+)
 from tinynet.data import mnist as mnist_module
 from tinynet.data.mnist import MNIST_FILES, SAMPLE_ROOT, default_root
 

@@ -29,7 +29,8 @@ def test_layer_norm(shape, normalized):
 
 
 def test_layer_norm_with_offset_rows():
-    assert gradcheck(lambda x: F.layer_norm(x, 8), [x64(3, 8, offset=1e3)], eps=1e-4, rtol=1e-3, atol=1e-6)
+    assert gradcheck(lambda x: F.layer_norm(x, 8), [x64(3, 8, offset=1e3)],
+                     eps=1e-4, rtol=1e-3, atol=1e-6)
 
 
 @pytest.mark.parametrize("shape", [(5, 3), (4, 3, 2)])
@@ -43,9 +44,11 @@ def test_batch_norm_training(shape, unbiased):
 
 
 def test_batch_norm_eval():
-    mean, var = tinynet.tensor(np.array([0.1, -0.2, 0.3])), tinynet.tensor(np.array([1.5, 0.5, 2.0]))
+    mean = tinynet.tensor(np.array([0.1, -0.2, 0.3]))
+    var = tinynet.tensor(np.array([1.5, 0.5, 2.0]))
     w, b = x64(3, seed=3), x64(3, seed=4)
-    assert gradcheck(lambda x, w, b: F.batch_norm(x, mean, var, w, b, training=False), [x64(4, 3), w, b])
+    assert gradcheck(lambda x, w, b: F.batch_norm(x, mean, var, w, b, training=False),
+                     [x64(4, 3), w, b])
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -53,7 +56,8 @@ def test_losses(reduction):
     target = np.array([1, 0, 3, 3])
     assert gradcheck(lambda z: F.cross_entropy(z, target, reduction=reduction), [x64(4, 5)])
     assert gradcheck(lambda z: F.nll_loss(z, target, reduction=reduction), [x64(4, 5)])
-    assert gradcheck(lambda a, b: F.mse_loss(a, b, reduction=reduction), [x64(4, 5), x64(4, 5, seed=2)])
+    assert gradcheck(lambda a, b: F.mse_loss(a, b, reduction=reduction),
+                     [x64(4, 5), x64(4, 5, seed=2)])
 
 
 def test_linear():

@@ -124,7 +124,8 @@ def test_losses_match_torch(reduction):
     cases = [
         (F.cross_entropy, torch.nn.functional.cross_entropy, logits_np, target),
         (lambda a, t, **k: F.nll_loss(a.log_softmax(dim=1), t, **k),
-         lambda a, t, **k: torch.nn.functional.nll_loss(a.log_softmax(dim=1), t, **k), logits_np, target),
+         lambda a, t, **k: torch.nn.functional.nll_loss(a.log_softmax(dim=1), t, **k),
+         logits_np, target),
         (F.mse_loss, torch.nn.functional.mse_loss, pred_np, goal_np),
     ]
     for ours_fn, ref_fn, a_np, t_np in cases:
@@ -154,14 +155,15 @@ def _copy_lstm_weights(ours, ref):
             p.copy_(torch.tensor(dict(ours.named_parameters())[name].numpy()))
 
 
-@pytest.mark.parametrize("num_layers, batch_first, with_state", [(1, False, False), (2, True, True)])
+@pytest.mark.parametrize("num_layers, batch_first, with_state",
+                         [(1, False, False), (2, True, True)])
 def test_plain_lstm_matches_torch(num_layers, batch_first, with_state):
     rng = np.random.default_rng(4)
-    T, B, I, H = 5, 3, 4, 6
-    ours = nn.LSTM(I, H, num_layers=num_layers, batch_first=batch_first, dtype=tinynet.float64)
-    ref = torch.nn.LSTM(I, H, num_layers=num_layers, batch_first=batch_first).double()
+    T, B, D, H = 5, 3, 4, 6
+    ours = nn.LSTM(D, H, num_layers=num_layers, batch_first=batch_first, dtype=tinynet.float64)
+    ref = torch.nn.LSTM(D, H, num_layers=num_layers, batch_first=batch_first).double()
     _copy_lstm_weights(ours, ref)
-    shape = (B, T, I) if batch_first else (T, B, I)
+    shape = (B, T, D) if batch_first else (T, B, D)
     x_np = rng.standard_normal(shape)
     x, xt = tinynet.tensor(x_np, requires_grad=True), torch.tensor(x_np, requires_grad=True)
     state = state_t = None
@@ -189,7 +191,7 @@ def test_lstm_cell_matches_torch():
     ours = nn.LSTMCell(3, 4, dtype=tinynet.float64)
     ref = torch.nn.LSTMCell(3, 4).double()
     _copy_lstm_weights(ours, ref)
-    x_np, h_np, c_np = rng.standard_normal((2, 3)), rng.standard_normal((2, 4)), rng.standard_normal((2, 4))
+    x_np, h_np, c_np = (rng.standard_normal(shape) for shape in ((2, 3), (2, 4), (2, 4)))
     h, c = ours(tinynet.tensor(x_np), (tinynet.tensor(h_np), tinynet.tensor(c_np)))
     h_t, c_t = ref(torch.tensor(x_np), (torch.tensor(h_np), torch.tensor(c_np)))
     assert_close(h, h_t)
@@ -199,8 +201,10 @@ def test_lstm_cell_matches_torch():
 def torch_ln_lstm_step(x, h, c, params, H):
     """The LN-LSTM step written independently in torch, as the paper's authors' code."""
     ln = torch.nn.functional.layer_norm
-    gates = (ln(x @ params["weight_ih"].T, (4 * H,), params["norms.ih.weight"], params["norms.ih.bias"])
-             + ln(h @ params["weight_hh"].T, (4 * H,), params["norms.hh.weight"], params["norms.hh.bias"])
+    gates = (ln(x @ params["weight_ih"].T, (4 * H,), params["norms.ih.weight"],
+                params["norms.ih.bias"])
+             + ln(h @ params["weight_hh"].T, (4 * H,), params["norms.hh.weight"],
+                  params["norms.hh.bias"])
              + params["bias_ih"] + params["bias_hh"])
     i, f, g, o = gates.chunk(4, 1)
     c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)

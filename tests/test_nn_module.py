@@ -98,7 +98,8 @@ def test_load_state_dict_lists_every_problem():
     state["fc.weight"] = tinynet.zeros(4, 3)
     missing, unexpected = block.load_state_dict(state, strict=False)
     assert missing == ["fc.bias"] and unexpected == []
-    with pytest.raises(TypeError, match="for Block: expected a mapping of names to arrays, got list"):
+    with pytest.raises(TypeError,
+                       match="for Block: expected a mapping of names to arrays, got list"):
         block.load_state_dict(list(state.values()))
 
 
@@ -203,7 +204,7 @@ def test_a_float64_batch_through_a_float32_layer_is_computed_in_float64(make):
     (y * weights).sum().backward()
     (y_twin * weights).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), x_twin.grad.numpy(), rtol=1e-12, atol=1e-12)
-    for p, p_twin in zip(layer.parameters(), twin.parameters()):
+    for p, p_twin in zip(layer.parameters(), twin.parameters(), strict=True):
         assert p.grad.dtype == np.float32
         np.testing.assert_allclose(p.grad.numpy(), p_twin.grad.numpy(), rtol=1e-6, atol=1e-6)
     tinynet.optim.Adam(layer.parameters()).step()

@@ -18,7 +18,7 @@ def run(lib, case, arrays, make):
     outputs = _as_tuple(case.fn(lib, *inputs))
     rng = np.random.default_rng(1)
     weights = [rng.standard_normal(tuple(o.shape)) for o in outputs]
-    total = sum((o * make(w, grad=False)).sum() for o, w in zip(outputs, weights))
+    total = sum((o * make(w, grad=False)).sum() for o, w in zip(outputs, weights, strict=True))
     total.backward()
     values = [np.asarray(o.detach().numpy()) for o in outputs]
     grads = [np.asarray(x.grad.numpy()) if x.grad is not None else None for x in inputs]
@@ -39,10 +39,10 @@ def test_matches_torch(case):
     ours_values, ours_grads = run(tinynet, case, arrays, make_tinynet)
     ref_values, ref_grads = run(torch, case, arrays, make_torch)
     assert len(ours_values) == len(ref_values)
-    for ours, ref in zip(ours_values, ref_values):
+    for ours, ref in zip(ours_values, ref_values, strict=True):
         assert ours.shape == ref.shape
         np.testing.assert_allclose(ours, ref, rtol=1e-10, atol=1e-12)
-    for ours, ref in zip(ours_grads, ref_grads):
+    for ours, ref in zip(ours_grads, ref_grads, strict=True):
         assert (ours is None) == (ref is None)
         if ref is not None:
             np.testing.assert_allclose(ours, ref, rtol=1e-10, atol=1e-12)
@@ -58,5 +58,5 @@ def test_linear_matches_torch():
     (out * out).sum().backward()
     (out_ref * out_ref).sum().backward()
     np.testing.assert_allclose(out.numpy(), out_ref.detach().numpy(), rtol=1e-12)
-    for a, r in zip(ours, ref):
+    for a, r in zip(ours, ref, strict=True):
         np.testing.assert_allclose(a.grad.numpy(), r.grad.numpy(), rtol=1e-12)

@@ -116,10 +116,10 @@ def test_clip_grad_norm_matches_torch(norm_type):
     grads = [rng.standard_normal((3, 4)) * 5, rng.standard_normal(4)]
     ours = [nn.Parameter(tinynet.zeros(*g.shape, dtype=tinynet.float64)) for g in grads]
     ref = [torch.nn.Parameter(torch.zeros(g.shape, dtype=torch.float64)) for g in grads]
-    for p, q, g in zip(ours, ref, grads):
+    for p, q, g in zip(ours, ref, grads, strict=True):
         p.grad, q.grad = tinynet.tensor(g), torch.tensor(g)
     total = optim.clip_grad_norm_(ours, 1.5, norm_type)
     total_ref = torch.nn.utils.clip_grad_norm_(ref, 1.5, norm_type)
     assert total.item() == pytest.approx(total_ref.item(), rel=1e-12)
-    for p, q in zip(ours, ref):
+    for p, q in zip(ours, ref, strict=True):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12)

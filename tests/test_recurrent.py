@@ -68,7 +68,8 @@ def test_stepwise_batch_norm_keeps_statistics_per_step_and_reuses_the_last():
 
 def test_bn_lstm_statistics_differ_per_step_and_train_runs():
     lstm = nn.LSTM(2, 4, norm="batch", max_steps=5)
-    out, _ = lstm(tinynet.randn(5, 6, 2) * tinynet.arange(1, 6, dtype=tinynet.float32).reshape(5, 1, 1))
+    scales = tinynet.arange(1, 6, dtype=tinynet.float32).reshape(5, 1, 1)
+    out, _ = lstm(tinynet.randn(5, 6, 2) * scales)
     out.sum().backward()
     running = lstm.norms_l0.ih.running_var.numpy()
     assert not np.allclose(running[0], running[4])
@@ -95,8 +96,9 @@ def test_unknown_norm_is_refused():
 
 @pytest.mark.parametrize("norm", [None, "layer", "batch"])
 def test_fused_lstm_step_matches_the_composite_one(norm):
-    from composite import composite_lstm_cell
     from tinynet.nn.recurrent import lstm_cell
+
+    from composite import composite_lstm_cell
     cell = nn.LSTMCell(3, 5, norm=norm, max_steps=3, dtype=tinynet.float64)
     rng = np.random.default_rng(0)
     x, h0, c0 = (rng.standard_normal(s) for s in ((4, 3), (4, 5), (4, 5)))
@@ -113,7 +115,7 @@ def test_fused_lstm_step_matches_the_composite_one(norm):
         (h * h + c).sum().backward()
         results.append([h.numpy(), c.numpy()] + [t.grad.numpy() for t in inputs]
                        + [p.grad.numpy() for p in cell.parameters()])
-    for fused, composite in zip(*results):
+    for fused, composite in zip(*results, strict=True):
         np.testing.assert_allclose(fused, composite, rtol=1e-10, atol=1e-12)
 
 

@@ -161,7 +161,7 @@ def test_fused_and_composite_agree():
         y = fn(x, w)
         (y * tinynet.tensor(dy)).sum().backward()
         grads.append((y.numpy(), x.grad.numpy(), w.grad.numpy()))
-    for fused, composite in zip(*grads):
+    for fused, composite in zip(*grads, strict=True):
         np.testing.assert_allclose(fused, composite, rtol=1e-10, atol=1e-12)
 
 
@@ -209,7 +209,7 @@ def test_forced_reference_and_kernel_table_agree(dtype):
             y = F.rms_norm(x, 33, w, EPS)
             (y * tinynet.tensor(dy)).sum().backward()
             results.append((y.numpy(), x.grad.numpy(), w.grad.numpy()))
-    for table, forced in zip(*results):
+    for table, forced in zip(*results, strict=True):
         np.testing.assert_allclose(table, forced, **TOL[dtype])
     kernels = get_backend("cpu").kernels
     assert {"rms_norm_forward", "rms_norm_backward"} <= set(kernels.names())

@@ -3,8 +3,16 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet.data import (BatchSampler, DataLoader, RandomSampler, Sampler, SequentialSampler,
-                          SubsetRandomSampler, TensorDataset, default_collate)
+from tinynet.data import (
+    BatchSampler,
+    DataLoader,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    TensorDataset,
+    default_collate,
+)
 
 
 @pytest.fixture

@@ -12,20 +12,94 @@ from . import threads
 
 threads.apply_wait_policy()    # before any OpenMP runtime loads (see threads.py)
 
-from . import backend  # noqa: E402
+from . import backend
 from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
-from . import data, nn, optim, testing  # noqa: E402
+
+# isort: split
+from . import data, nn, optim, testing
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import cuda_is_available, get_array_module, use_kernels, use_reference_kernels
-from .creation import (arange, bool_, empty, float32, float64, from_numpy, full,
-                       full_like, int32, int64, manual_seed, ones, ones_like, rand,
-                       rand_like, randn, randn_like, tensor, zeros, zeros_like)
-from .ops import (abs, argmax, argmin, cat, chunk, clamp, clip, concatenate, exp, flatten,
-                  log, log_softmax, logsumexp, matmul, max, maximum, mean, min, minimum,
-                  permute, relu, reshape, sigmoid, softmax, split, sqrt, squeeze, stack,
-                  std, sum, tanh, transpose, unbind, unsqueeze, var, where)
+from .creation import (
+    arange,
+    bool_,
+    empty,
+    float32,
+    float64,
+    from_numpy,
+    full,
+    full_like,
+    int32,
+    int64,
+    manual_seed,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .ops import (
+    abs,
+    argmax,
+    argmin,
+    cat,
+    chunk,
+    clamp,
+    clip,
+    concatenate,
+    exp,
+    flatten,
+    log,
+    log_softmax,
+    logsumexp,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    permute,
+    relu,
+    reshape,
+    sigmoid,
+    softmax,
+    split,
+    sqrt,
+    squeeze,
+    stack,
+    std,
+    sum,
+    tanh,
+    transpose,
+    unbind,
+    unsqueeze,
+    var,
+    where,
+)
 from .serialization import CheckpointError, load, save
-
 from .threads import get_num_threads, set_num_threads
+
+__all__ = [
+    # modules
+    "backend", "data", "nn", "optim", "testing", "threads",
+    # the Tensor, autograd's modes
+    "Tensor", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
+    # devices and kernels
+    "cuda_is_available", "get_array_module", "use_kernels", "use_reference_kernels",
+    # creation and dtypes
+    "arange", "bool_", "empty", "float32", "float64", "from_numpy", "full", "full_like",
+    "int32", "int64", "manual_seed", "ones", "ones_like", "rand", "rand_like", "randn",
+    "randn_like", "tensor", "zeros", "zeros_like",
+    # ops
+    "abs", "argmax", "argmin", "cat", "chunk", "clamp", "clip", "concatenate", "exp", "flatten",
+    "log", "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum",
+    "permute", "relu", "reshape", "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack",
+    "std", "sum", "tanh", "transpose", "unbind", "unsqueeze", "var", "where",
+    # checkpoints, threads
+    "CheckpointError", "load", "save", "get_num_threads", "set_num_threads",
+]
 
 __version__ = "0.1.0"

@@ -279,7 +279,7 @@ def run_backward(root, grad=None, retain_graph=False):
         input_grads = node.fn.backward(node, *grads_out)
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
-        for x, g in zip(node.inputs, input_grads):
+        for x, g in zip(node.inputs, input_grads, strict=True):
             if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
                 sums.add(_sum_key(x), as_array(g))
         if not retain_graph:
@@ -291,7 +291,8 @@ def run_backward(root, grad=None, retain_graph=False):
 
 def _check_unmodified(node):
     """Refuse a node whose inputs (or outputs) were written in place after its forward."""
-    for i, (x, version) in enumerate(zip(node.inputs, node.versions)):
+    # versions is empty for an op whose backward does not read its inputs.
+    for i, (x, version) in enumerate(zip(node.inputs, node.versions, strict=False)):
         if isinstance(x, _tensor.Tensor) and x._version != version:
             _raise_modified(f"input {i} of {node.fn.__name__} (a tensor of shape "
                             f"{tuple(x.shape)})", x._version, version)

@@ -25,7 +25,7 @@ class MLP(nn.Sequential):
 
     def __init__(self, norm: str = "layer", sizes=(784, 1000, 1000, 10), **norm_options):
         layers = []
-        for fan_in, fan_out in zip(sizes[:-2], sizes[1:-1]):
+        for fan_in, fan_out in zip(sizes[:-2], sizes[1:-1], strict=True):
             layers.append(nn.Linear(fan_in, fan_out))
             normalization = _norm_layer(norm, fan_out, **norm_options)
             if normalization is not None:

@@ -71,7 +71,7 @@ def _current_umask() -> int:
 
 def _encode(obj, arrays: list):
     """A JSON-able skeleton of ``obj``; arrays are set aside in ``arrays``."""
-    if isinstance(obj, Tensor) or isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__"):
+    if isinstance(obj, (Tensor, np.ndarray)) or hasattr(obj, "__cuda_array_interface__"):
         arrays.append(as_numpy(obj.data if isinstance(obj, Tensor) else obj))
         kind = "tensor" if isinstance(obj, Tensor) else "array"
         return {"__" + kind + "__": len(arrays) - 1}

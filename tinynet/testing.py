@@ -27,7 +27,7 @@ def _as_tuple(x):
 def _scalarize(outputs, weights):
     """Σ_k Σ (output_k · w_k): one scalar from any outputs."""
     total = None
-    for out, w in zip(outputs, weights):
+    for out, w in zip(outputs, weights, strict=True):
         term = (out * w).sum()
         total = term if total is None else total + term
     return total

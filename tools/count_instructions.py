@@ -40,6 +40,7 @@ def child(what: str, rows: int, H: int, calls: int, helper: str) -> None:
     import ctypes
 
     import numpy as np
+
     from tinynet.kernels import cpu
     from tinynet.kernels._recycling import empty_like
 

@@ -32,7 +32,7 @@ def verify_source(source: Path) -> None:
 def copy_split(source: Path, out: Path, files: tuple[str, str], count: int | None) -> None:
     """Copy the first ``count`` examples (all when None) of one split's pair of files."""
     images, labels = read_mnist(*(source / name for name in files))
-    for name, array in zip(files, (images[:count], labels[:count].astype("u1"))):
+    for name, array in zip(files, (images[:count], labels[:count].astype("u1")), strict=True):
         write_idx(out / name, array)
         print(f"{out / name}: {len(array):,} examples, {(out / name).stat().st_size:,} bytes")
 

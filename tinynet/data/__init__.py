@@ -22,8 +22,7 @@ from .files import ChecksumError, DownloadError
 from .idx import MNISTFormatError, read_idx, write_idx
 from .loader import DataLoader
 from .mnist import MNIST, download_mnist, load_mnist
-from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
-                      SubsetRandomSampler)
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
 
 __all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "default_collate",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",

@@ -57,7 +57,7 @@ def default_collate(items: list):
     """
     first = items[0]
     if isinstance(first, (tuple, list)):
-        return tuple(_stack(list(field)) for field in zip(*items))
+        return tuple(_stack(list(field)) for field in zip(*items, strict=True))
     return _stack(items)
 
 
@@ -148,7 +148,7 @@ def random_split(dataset, lengths, seed=None) -> list[Subset]:
                          f"non-negative and add up to the dataset's {len(dataset)} items")
     order = shuffle_generator(seed).permutation(len(dataset))
     ends = np.cumsum(lengths)
-    return [Subset(dataset, order[end - n:end]) for n, end in zip(lengths, ends)]
+    return [Subset(dataset, order[end - n:end]) for n, end in zip(lengths, ends, strict=True)]
 
 
 def shuffle_generator(seed) -> np.random.Generator:

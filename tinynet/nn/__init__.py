@@ -2,8 +2,18 @@
 from . import functional, init, utils
 from .activation import GELU, LogSoftmax, SiLU, Softmax
 from .embedding import Embedding
-from .layers import (CrossEntropyLoss, Dropout, Flatten, Identity, Linear, MSELoss, NLLLoss,
-                     ReLU, Sigmoid, Tanh)
+from .layers import (
+    CrossEntropyLoss,
+    Dropout,
+    Flatten,
+    Identity,
+    Linear,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sigmoid,
+    Tanh,
+)
 from .module import Module, ModuleList, Parameter, Sequential
 from .normalization import BatchNorm1d, LayerNorm, RMSNorm, StepwiseBatchNorm
 from .recurrent import LSTM, GateNorms, LSTMCell

@@ -8,8 +8,19 @@ import numpy as np
 
 from ..backend import get_backend
 from ..hyperparameters import check_real
-from ..ops import (dropout, embedding, gelu, linear, log_softmax, one_hot, relu, sigmoid,
-                   silu, softmax, tanh)
+from ..ops import (
+    dropout,
+    embedding,
+    gelu,
+    linear,
+    log_softmax,
+    one_hot,
+    relu,
+    sigmoid,
+    silu,
+    softmax,
+    tanh,
+)
 from ..ops.loss import CrossEntropyFunction, check_class_targets
 from ..ops.normalization import BatchNormFunction, LayerNormFunction, RMSNormFunction
 from ..tensor import Tensor

@@ -30,8 +30,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(creation.ones(self.normalized_shape, dtype=dtype, device=device))
-            self.bias = Parameter(creation.zeros(self.normalized_shape, dtype=dtype, device=device))
+            shape = self.normalized_shape
+            self.weight = Parameter(creation.ones(shape, dtype=dtype, device=device))
+            self.bias = Parameter(creation.zeros(shape, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -92,9 +93,12 @@ class _BatchNormBase(Module):
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(stats_shape, dtype=dtype, device=device))
-            self.register_buffer("running_var", creation.ones(stats_shape, dtype=dtype, device=device))
-            self.register_buffer("num_batches_tracked", creation.tensor(0, dtype="int64", device=device))
+            self.register_buffer("running_mean",
+                                 creation.zeros(stats_shape, dtype=dtype, device=device))
+            self.register_buffer("running_var",
+                                 creation.ones(stats_shape, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked",
+                                 creation.tensor(0, dtype="int64", device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)

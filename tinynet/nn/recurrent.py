@@ -150,7 +150,7 @@ class LSTMCell(Module):
         batch = x.shape[0]
         if hx is None:
             hx = (_zeros_state(batch, self.hidden_size, x),) * 2
-        for name, t in zip(("h", "c"), hx):
+        for name, t in zip(("h", "c"), hx, strict=True):
             if tuple(t.shape) != (batch, self.hidden_size):
                 raise ValueError(
                     f"LSTMCell: state {name} has shape {tuple(t.shape)}, expected "
@@ -194,7 +194,7 @@ class LSTM(Module):
         batch = x.shape[0] if self.batch_first else x.shape[1]
         expected = (self.num_layers, batch, self.hidden_size)
         if hx is not None:
-            for name, t in zip(("h_0", "c_0"), hx):
+            for name, t in zip(("h_0", "c_0"), hx, strict=True):
                 if tuple(t.shape) != expected:
                     raise ValueError(
                         f"LSTM: initial state {name} has shape {tuple(t.shape)}, expected "

@@ -2,14 +2,71 @@
 and the plain functions that apply them. Tensor methods dispatch here."""
 from .activation import erf, gelu, silu
 from .conversion import cast, to_device
-from .elementwise import (abs, add, clamp, clip, compare, div, exp, log, masked_fill,
-                          maximum, minimum, mul, neg, pow, relu, sigmoid, sqrt, sub, tanh,
-                          where)
+from .elementwise import (
+    abs,
+    add,
+    clamp,
+    clip,
+    compare,
+    div,
+    exp,
+    log,
+    masked_fill,
+    maximum,
+    minimum,
+    mul,
+    neg,
+    pow,
+    relu,
+    sigmoid,
+    sqrt,
+    sub,
+    tanh,
+    where,
+)
 from .embedding import embedding, one_hot
 from .linalg import linear, matmul
 from .random import dropout
-from .reduction import (argmax, argmin, log_softmax, logsumexp, max, mean, min, norm,
-                        softmax, std, sum, var)
-from .shape import (cat, chunk, clone, concatenate, expand, flatten, getitem, permute,
-                    repeat, reshape, split, squeeze, stack, transpose, unbind, unsqueeze,
-                    view)
+from .reduction import (
+    argmax,
+    argmin,
+    log_softmax,
+    logsumexp,
+    max,
+    mean,
+    min,
+    norm,
+    softmax,
+    std,
+    sum,
+    var,
+)
+from .shape import (
+    cat,
+    chunk,
+    clone,
+    concatenate,
+    expand,
+    flatten,
+    getitem,
+    permute,
+    repeat,
+    reshape,
+    split,
+    squeeze,
+    stack,
+    transpose,
+    unbind,
+    unsqueeze,
+    view,
+)
+
+__all__ = [
+    "erf", "gelu", "silu", "cast", "to_device", "abs", "add", "clamp", "clip", "compare", "div",
+    "exp", "log", "masked_fill", "maximum", "minimum", "mul", "neg", "pow", "relu", "sigmoid",
+    "sqrt", "sub", "tanh", "where", "embedding", "one_hot", "linear", "matmul", "dropout",
+    "argmax", "argmin", "log_softmax", "logsumexp", "max", "mean", "min", "norm", "softmax", "std",
+    "sum", "var", "cat", "chunk", "clone", "concatenate", "expand", "flatten", "getitem",
+    "permute", "repeat", "reshape", "split", "squeeze", "stack", "transpose", "unbind",
+    "unsqueeze", "view",
+]

@@ -12,7 +12,8 @@ __all__ = ["CrossEntropyFunction", "check_class_targets"]
 def check_class_targets(logits_shape, target, name):
     """Targets must be integer class indices in [0, C), one per row."""
     if not np.issubdtype(target.dtype, np.integer):
-        raise ValueError(f"{name}: target must hold integer class indices, got dtype {target.dtype}")
+        raise ValueError(f"{name}: target must hold integer class indices, "
+                         f"got dtype {target.dtype}")
     if len(logits_shape) != 2 or target.shape != logits_shape[:1]:
         raise ValueError(
             f"{name}: expected input of shape (N, C) and target of shape (N,), got "

@@ -6,6 +6,7 @@ transpose it back, or scatter it into the places an index read from.
 from __future__ import annotations
 
 import numbers
+from itertools import pairwise
 
 import numpy as np
 
@@ -95,7 +96,7 @@ class Repeat(Function):
         input_shape, shape, repeats = ctx.meta
         # Along dim d the output holds repeats[d] copies of shape[d] elements:
         # split each dim into (copy, element) and sum over the copies.
-        split_dims = [n for pair in zip(repeats, shape) for n in pair]
+        split_dims = [n for pair in zip(repeats, shape, strict=True) for n in pair]
         copies = tuple(range(0, 2 * len(shape), 2))
         return grad.reshape(split_dims).sum(axis=copies).reshape(input_shape), None
 
@@ -189,7 +190,7 @@ class Split(Function):
         edges = [0, *boundaries, shape[axis]]
         pieces = [g if g is not None else
                   xp.zeros(shape[:axis] + (stop - start,) + shape[axis + 1:], dtype)
-                  for g, start, stop in zip(grads, edges, edges[1:])]
+                  for g, (start, stop) in zip(grads, pairwise(edges), strict=True)]
         return xp.concatenate(pieces, axis=axis), None, None
 
 

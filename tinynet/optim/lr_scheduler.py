@@ -11,6 +11,7 @@ import bisect
 import copy
 import math
 import types
+from itertools import pairwise
 
 from ..hyperparameters import check_count, check_real
 from .optimizer import Optimizer
@@ -30,7 +31,7 @@ def _check_increasing(where: str, name: str, milestones) -> list[int]:
         raise TypeError(f"{where}: {name} must be a list of step numbers, "
                         f"got {type(milestones).__name__}")
     milestones = [check_count(where, f"{name}[{i}]", m) for i, m in enumerate(milestones)]
-    if any(a >= b for a, b in zip(milestones, milestones[1:])):
+    if any(a >= b for a, b in pairwise(milestones)):
         raise ValueError(f"{where}: {name} must be increasing, got {milestones}")
     return milestones
 
@@ -170,7 +171,7 @@ class CosineAnnealingLR(LRScheduler):
             return self._scaled(1.0)
         if (t - 1 - T) % (2 * T) == 0:     # leaving the minimum, where the ratio is 0 / 0
             return [group["lr"] + (base - self.eta_min) * (1 - math.cos(math.pi / T)) / 2
-                    for base, group in zip(self.base_lrs, groups)]
+                    for base, group in zip(self.base_lrs, groups, strict=True)]
         return [(1 + math.cos(math.pi * t / T)) / (1 + math.cos(math.pi * (t - 1) / T))
                 * (group["lr"] - self.eta_min) + self.eta_min for group in groups]
 
@@ -200,7 +201,8 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+        return [base * fn(self.last_epoch)
+                for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
     def state_dict(self):
         state = super().state_dict()
@@ -210,7 +212,7 @@ class LambdaLR(LRScheduler):
 
     def load_state_dict(self, state_dict):
         super().load_state_dict(state_dict)
-        for fn, saved in zip(self.lr_lambdas, state_dict["lr_lambdas"]):
+        for fn, saved in zip(self.lr_lambdas, state_dict["lr_lambdas"], strict=True):
             if saved is not None:
                 vars(fn).update(copy.deepcopy(saved))
 

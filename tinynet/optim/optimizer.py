@@ -77,15 +77,16 @@ class Optimizer:
     def load_state_dict(self, state_dict: dict) -> None:
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
-                len(g["params"]) != len(own["params"]) for g, own in zip(groups, self.param_groups)):
+                len(g["params"]) != len(own["params"])
+                for g, own in zip(groups, self.param_groups, strict=True)):
             raise ValueError("load_state_dict: the saved parameter groups do not match this "
                              "optimizer's (different number of groups or parameters)")
         params = [p for g in self.param_groups for p in g["params"]]
         hyperparameters = [{k: copy.deepcopy(v) for k, v in saved.items() if k != "params"}
                            for saved in groups]
-        for own, saved in zip(self.param_groups, hyperparameters):
+        for own, saved in zip(self.param_groups, hyperparameters, strict=True):
             self.check_hyperparameters({**own, **saved})
-        for own, saved in zip(self.param_groups, hyperparameters):
+        for own, saved in zip(self.param_groups, hyperparameters, strict=True):
             own.update(saved)
         self.state = {}
         for i, s in state_dict["state"].items():

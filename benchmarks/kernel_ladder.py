@@ -1,0 +1,122 @@
+"""The kernel ladder (kernels/ladder.py): every rung of each device, timed.
+
+    python benchmarks/kernel_ladder.py [--threads N] [--cpu-only | --gpu-only]
+
+One table per device: rung x shape, LayerNorm forward+backward of float32
+rows (the LayerNorm benchmark's shapes and those the examples run), median
+time, bandwidth (the minimal traffic: the forward reads x and writes y, the
+backward reads dy and x and writes dx, 5·rows·H·4 bytes), that bandwidth as a
+fraction of this machine's copy bandwidth measured in the same run, and the
+speedup over the rung below. The CPU runs at the default threads unless
+``--threads`` is given; on a GPU times come from CUDA events. Nothing here
+asserts.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import print_table, timing_rounds  # noqa: E402
+from layernorm import (  # noqa: E402
+    EPS,
+    cpu_bandwidth,
+    gpu_copy_bandwidth,
+    gpu_hold_kernel,
+    gpu_time,
+    layer_norm_inputs,  # noqa: E402
+)
+
+SHAPES = [(4, 1000), (128, 1000), (64, 512), (64, 128), (4096, 1024), (32768, 256)]
+GPU_SHAPES = [(64, 1000), (4096, 1024), (32768, 1024), (8192, 4096), (65536, 256)]
+
+
+def traffic(shape) -> int:
+    return 5 * shape[0] * shape[1] * 4
+
+
+def forward_backward(kernels, x, gain, bias, dy):
+    def both():
+        _, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)
+        kernels.layer_norm_backward(dy, x, mean, rstd, gain)
+    return both
+
+
+def ladder_rows(device, shapes, seconds_of, copy_gbs):
+    """Rows of one device's table; ``seconds_of(shape) -> {rung: seconds}``."""
+    from tinynet.kernels import ladder
+    names = ladder.rung_names(device)
+    rows = []
+    for shape in shapes:
+        seconds = seconds_of(shape)
+        for below, name in zip([None] + names[:-1], names, strict=True):
+            gbs = traffic(shape) / seconds[name] / 1e9
+            label = f"{name} (default)" if name == ladder.DEFAULT[device] else name
+            rows.append([str(shape), label, seconds[name] * 1e6, gbs, gbs / copy_gbs,
+                         seconds[below] / seconds[name] if below else "-"])
+    return rows
+
+
+HEADERS = ["shape", "rung", "fwd+bwd µs", "GB/s", "of copy", "× rung below"]
+
+
+def cpu_table(threads):
+    import numpy as np
+
+    import tinynet
+    from tinynet.kernels import ladder
+    if threads:
+        tinynet.set_num_threads(threads)
+    modules = {r.name: importlib.import_module(r.module) for r in ladder.LADDERS["cpu"]}
+
+    def seconds_of(shape):
+        inputs = layer_norm_inputs(np, shape)
+        steps = {name: forward_backward(kernels, *inputs) for name, kernels in modules.items()}
+        rounds = timing_rounds(steps, repeat=7)          # the rungs interleaved
+        return {name: rounds.median(name) for name in steps}
+
+    copy_gbs, _ = cpu_bandwidth()
+    print_table(f"CPU kernel ladder, LayerNorm forward+backward, float32, "
+                f"{tinynet.get_num_threads()} thread(s); copy {copy_gbs:.1f} GB/s",
+                HEADERS, ladder_rows("cpu", SHAPES, seconds_of, copy_gbs))
+
+
+def gpu_table():
+    from tinynet.backend import cuda_is_available
+    if not cuda_is_available():
+        print("\nGPU: not measured (needs CuPy and a CUDA GPU)")
+        return
+    import cupy
+
+    from tinynet.kernels import ladder
+    modules = {r.name: importlib.import_module(r.module) for r in ladder.LADDERS["cuda"]}
+    hold = gpu_hold_kernel()
+
+    def seconds_of(shape):
+        inputs = layer_norm_inputs(cupy, shape)
+        return {name: gpu_time(cupy, forward_backward(kernels, *inputs), hold)[0] / 1e3
+                for name, kernels in modules.items()}
+
+    copy_gbs = gpu_copy_bandwidth(cupy, hold)
+    print_table(f"GPU kernel ladder, LayerNorm forward+backward, float32, CUDA events; "
+                f"copy {copy_gbs:.0f} GB/s", HEADERS,
+                ladder_rows("cuda", GPU_SHAPES, seconds_of, copy_gbs))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--cpu-only", action="store_true")
+    which.add_argument("--gpu-only", action="store_true")
+    args = parser.parse_args()
+    if not args.gpu_only:
+        cpu_table(args.threads)
+    if not args.cpu_only:
+        gpu_table()
+
+
+if __name__ == "__main__":
+    main()

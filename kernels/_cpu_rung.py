@@ -1,0 +1,103 @@
+"""What every CPU rung shares: the public functions around a rung's drivers.
+
+A rung compiles four *drivers*, a serial and a parallel loop over the rows for
+the forward and for the backward (the rung's own module shows them)::
+
+    forward(x, gain, bias, eps, centered, y, mean, rstd)
+    backward(dy, x, mean, rstd, gain, centered, dx, gain_grads)
+
+``centered`` is False for RMSNorm: no shift, μ = 0, no mean(g) term. The
+backward adds each chunk's Σ dy·x̂ and Σ dy into a float64 ``parts[chunk]``;
+the chunks are fixed by the shape alone (:func:`chunk_count`) and added in
+order (:func:`add_chunks`) into ``gain_grads`` = (dgain, dbias), so that they
+are the same bits for any thread count. The input's size alone picks the
+serial or the parallel driver.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._arguments import (
+    backward_arguments,
+    backward_ready,
+    forward_arguments,
+    forward_ready,
+    rms_arguments,
+)
+
+__all__ = ["PARALLEL_MIN_ELEMENTS", "chunk_count", "add_chunks", "kernel_functions"]
+
+# Below this many elements the rows are looped over on one thread: waking the
+# others costs some microseconds, as much as the whole of a small input's work.
+PARALLEL_MIN_ELEMENTS = 1 << 16
+MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
+CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements
+
+
+@njit(cache=True)
+def chunk_count(rows, H):
+    """How many chunks of rows the gain gradients are summed in: a function of
+    the shape alone, so that the result does not depend on the thread count."""
+    return max(1, min(rows, MAX_CHUNKS, rows * H // CHUNK_MIN_ELEMENTS))
+
+
+@njit(cache=True)
+def add_chunks(parts, gain_grads):
+    """gain_grads = (dgain, dbias) = the chunks' sums, added in chunk order."""
+    total = parts[0].copy()
+    for chunk in range(1, parts.shape[0]):
+        total += parts[chunk]
+    gain_grads[:] = total
+
+
+def kernel_functions(forward_drivers, backward_drivers):
+    """The four public kernels of a rung, from its (serial, parallel) drivers:
+    ``layer_norm_forward, layer_norm_backward, rms_norm_forward, rms_norm_backward``,
+    with the calling convention of kernels/reference.py."""
+
+    def driver(drivers, x):
+        serial, parallel = drivers
+        return parallel if x.size >= PARALLEL_MIN_ELEMENTS else serial
+
+    def run_forward(x, gain, bias, eps, centered):
+        rows = x.shape[0]
+        y, mean, rstd = np.empty_like(x), np.empty(rows), np.empty(rows)
+        driver(forward_drivers, x)(x, gain, bias, eps, centered, y, mean, rstd)
+        return y, mean, rstd
+
+    def run_backward(dy, x, mean, rstd, gain, centered):
+        dx, gain_grads = np.empty_like(x), np.empty((2, x.shape[1]), x.dtype)
+        driver(backward_drivers, x)(dy, x, mean, rstd, gain, centered, dx, gain_grads)
+        return dx, gain_grads[0], gain_grads[1]
+
+    # Arguments as a layer passes them are taken as they are (forward_ready,
+    # backward_ready: well under a microsecond); any others are checked and
+    # prepared first.
+    def layer_norm_forward(x, gain, bias, eps):
+        """``(y, mean, rstd)`` of each row of x (rows, H); as reference.layer_norm_forward."""
+        if not forward_ready(x, gain, bias, eps):
+            x, gain, bias, eps = forward_arguments(x, gain, bias, eps)
+        return run_forward(x, gain, bias, eps, True)
+
+    def layer_norm_backward(dy, x, mean, rstd, gain):
+        """``(dx, dgain, dbias)``; as reference.layer_norm_backward."""
+        if backward_ready(dy, x, mean, rstd, gain):
+            return run_backward(dy, x, mean, rstd, gain, True)
+        dy, x, mean, rstd, checked_gain, affine = backward_arguments(dy, x, mean, rstd, gain)
+        dx, dgain, dbias = run_backward(dy, x, mean, rstd, checked_gain, True)
+        return (dx, dgain, dbias) if affine else (dx, None, None)
+
+    def rms_norm_forward(x, gain, eps):
+        """``(y, rstd)``; as reference.rms_norm_forward."""
+        y, _, rstd = run_forward(*rms_arguments(x, gain, eps), False)
+        return y, rstd
+
+    def rms_norm_backward(dy, x, rstd, gain):
+        """``(dx, dgain)``; as reference.rms_norm_backward."""
+        dy, x, mean, rstd, checked_gain, affine = backward_arguments(
+            dy, x, np.zeros(len(x)), rstd, gain)
+        dx, dgain, _ = run_backward(dy, x, mean, rstd, checked_gain, False)
+        return (dx, dgain) if affine else (dx, None)
+
+    return layer_norm_forward, layer_norm_backward, rms_norm_forward, rms_norm_backward
