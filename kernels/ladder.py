@@ -58,7 +58,7 @@ LADDERS = {
     ),
 }
 
-DEFAULT = {"cpu": "textbook", "cuda": "held"}
+DEFAULT = {"cpu": "vectorized", "cuda": "held"}
 
 
 def rung_names(device: str) -> list[str]:
