@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._compile import first_calls_noticed
-from ._cpu_rung import add_chunks, chunk_count, kernel_functions
+from ._cpu_rung import add_chunks, kernel_functions
 from ._noalias import NOALIAS
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
@@ -162,8 +162,7 @@ def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
 
 @_NOTICED
 @njit(**_DRIVER)
-def _backward_serial(dy, x, mean, rstd, gain, centered, dx, gain_grads):
-    parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
+def _backward_serial(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads):
     for chunk in range(parts.shape[0]):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
     add_chunks(parts, gain_grads)
@@ -171,8 +170,7 @@ def _backward_serial(dy, x, mean, rstd, gain, centered, dx, gain_grads):
 
 @_NOTICED
 @njit(parallel=True, **_DRIVER)
-def _backward_parallel(dy, x, mean, rstd, gain, centered, dx, gain_grads):
-    parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
+def _backward_parallel(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads):
     for chunk in prange(parts.shape[0]):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
     add_chunks(parts, gain_grads)
