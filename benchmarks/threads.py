@@ -17,18 +17,14 @@ core; both on one; PyTorch at its defaults. Targets: no settings within
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table  # noqa: E402
+from train_step import CASES, run_child  # noqa: E402
 
-HERE = os.path.abspath(__file__)
-VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
-             "OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")
 ONE_BLAS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 ONE_NUMBA = {"NUMBA_NUM_THREADS": "1"}
 COLUMNS = [("no settings", "tinynet", {}),
@@ -40,40 +36,11 @@ COLUMNS = [("no settings", "tinynet", {}),
 MANUAL = ("BLAS all / Numba 1", "BLAS 1 / Numba all", "both 1")
 
 
-def child(library: str, repeat: int) -> None:
-    """Time every case with one library and print {case: median seconds} as JSON."""
-    from common import timing_rounds
-    from train_step import CASES, training_steps
-
-    torch = None
-    if library == "torch":
-        import torch
-    times = {}
-    for name, kind, shape in CASES:
-        steps = training_steps(kind, shape, torch)
-        times[name] = timing_rounds({library: steps[library]}, repeat=repeat).median(library)
-    print(json.dumps(times))
-
-
-def run_column(library: str, variables: dict, repeat: int) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in VARIABLES}
-    env.update(variables)
-    result = subprocess.run([sys.executable, HERE, "--child", library, "--repeat", str(repeat)],
-                            env=env, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"{library} with {variables or 'no settings'} failed:\n"
-                           f"{result.stderr[-2000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="fresh processes per cell")
     parser.add_argument("--repeat", type=int, default=5, help="timed rounds in each process")
-    parser.add_argument("--child", choices=("tinynet", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:
-        return child(args.child, args.repeat)
 
     try:
         import torch  # noqa: F401
@@ -83,9 +50,8 @@ def main():
     cells = {label: [] for label, _, _ in columns}
     for _ in range(args.rounds):
         for label, library, variables in columns:
-            cells[label].append(run_column(library, variables, args.repeat))
+            cells[label].append(run_child(library, variables, args.repeat))
 
-    from train_step import CASES
     rows, checks = [], []
     for case, _, _ in CASES:
         medians = {label: statistics.median(r[case] for r in cells[label]) for label in cells}

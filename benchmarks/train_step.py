@@ -1,25 +1,37 @@
 """Training-step time (forward, backward, Adam) of the paper's models, tinynet vs PyTorch.
 
-    python benchmarks/train_step.py [--repeat 7] [--reference-kernels]
+    python benchmarks/train_step.py [--rounds 3] [--kernels RUNG]
 
 The headline table is what a user gets: no thread settings, every core, each
-library at its defaults. The second table runs both on one thread
-(``tinynet.set_num_threads(1)``, ``torch.set_num_threads(1)``) in the same
-process. Rows: the 784-1000-1000-10 MLP with LayerNorm at batch 4 and 128,
-and the LN-LSTM (sequential MNIST rows: 28 steps of 28 pixels, hidden 128) at
-batch 64; the PyTorch models are the same architectures (the LN-LSTM written
-as the same per-step loop). Ratio = tinynet / PyTorch, medians of interleaved
-rounds, with the spread (min-max over rounds) of tinynet's times. Target at
-the defaults: ratio ≤ 0.8.
+library at its defaults. The second runs both on one thread
+(``tinynet.set_num_threads(1)``, ``torch.set_num_threads(1)``). Each library
+is timed in processes of its own, the rounds alternating between them: two
+thread pools in one process take the cores from each other (an OpenMP pool
+that has just finished still spins for a while), which is what a user of one
+library never sees. Rows: the 784-1000-1000-10 MLP with LayerNorm at batch 4
+and 128, and the LN-LSTM (sequential MNIST rows: 28 steps of 28 pixels,
+hidden 128) at batch 64; the PyTorch models are the same architectures (the
+LN-LSTM written as the same per-step loop). A cell is the median over rounds
+of each process's median step, with the spread over rounds; ratio = tinynet /
+PyTorch. Target at the defaults: ratio ≤ 0.8. ``--kernels`` runs tinynet on
+another rung of the kernel ladder (kernels/ladder.py).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import statistics
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import print_table, timing_rounds, try_import_torch  # noqa: E402
+from common import print_table, timing_rounds  # noqa: E402
+
+HERE = os.path.abspath(__file__)
+# Thread settings of the user's environment, left out of every measured process.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "NUMBA_NUM_THREADS", "OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")
 
 CASES = [("MLP+LN 784-1000-1000-10, batch 4", "mlp", (4, 784)),
          ("MLP+LN 784-1000-1000-10, batch 128", "mlp", (128, 784)),
@@ -86,38 +98,82 @@ def training_steps(kind, shape, torch=None, seed=0):
     return steps
 
 
-def step_table(title, torch, repeat):
-    rows = []
+def child(library: str, repeat: int, threads) -> None:
+    """Time every case with one library; print {case: median seconds} as JSON."""
+    torch = None
+    if library == "torch":
+        import torch
+        if threads:
+            torch.set_num_threads(threads)
+    elif threads:
+        import tinynet
+        tinynet.set_num_threads(threads)
+    times = {}
     for name, kind, shape in CASES:
-        rounds = timing_rounds(training_steps(kind, shape, torch), repeat=repeat)
-        ours = rounds.median("tinynet")
-        ref = rounds.median("torch") if torch is not None else None
-        rows.append([name, ours * 1e3, rounds.spread("tinynet"), ref * 1e3 if ref else "-",
-                     ours / ref if ref else "-"])
-    print_table(title, ["model", "tinynet ms", "spread", "PyTorch ms", "ratio"], rows)
+        step = training_steps(kind, shape, torch)[library]
+        times[name] = timing_rounds({library: step}, repeat=repeat).median(library)
+    print(json.dumps(times))
+
+
+def run_child(library: str, variables=None, repeat: int = 5, threads=None) -> dict:
+    """:func:`child` in a fresh process with a clean environment plus ``variables``."""
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env.update(variables or {})
+    command = [sys.executable, HERE, "--child", library, "--repeat", str(repeat)]
+    if threads:
+        command += ["--threads", str(threads)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{library} with {variables or 'no settings'} failed:\n"
+                           f"{result.stderr[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def median_and_spread(runs, case):
+    times = [run[case] * 1e3 for run in runs]
+    return statistics.median(times), f"{min(times):.3g}-{max(times):.3g}"
+
+
+def step_table(title, libraries, rounds, threads, variables):
+    runs = {library: [] for library in libraries}
+    for _ in range(rounds):
+        for library in libraries:
+            runs[library].append(run_child(library, variables, threads=threads))
+    rows = []
+    for name, _, _ in CASES:
+        ours, ours_spread = median_and_spread(runs["tinynet"], name)
+        row = [name, ours, ours_spread]
+        if "torch" in runs:
+            ref, ref_spread = median_and_spread(runs["torch"], name)
+            row += [ref, ref_spread, ours / ref]
+        rows.append(row)
+    headers = ["model", "tinynet ms", "spread"]
+    if "torch" in runs:
+        headers += ["PyTorch ms", "spread", "ratio"]
+    print_table(title, headers, rows)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7, help="interleaved rounds")
-    parser.add_argument("--reference-kernels", action="store_true",
-                        help="run tinynet on the NumPy reference kernels")
+    parser.add_argument("--rounds", type=int, default=3, help="processes per library")
+    parser.add_argument("--kernels", help="the kernel-ladder rung tinynet runs on")
+    parser.add_argument("--child", choices=("tinynet", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=5, help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    # PyTorch first, so that its OpenMP runtime starts with its own defaults
-    # rather than with the wait policy that tinynet sets (tinynet/threads.py).
-    torch = try_import_torch()
-    import tinynet
+    if args.child:
+        return child(args.child, args.repeat, args.threads)
 
-    if args.reference_kernels:
-        tinynet.use_reference_kernels().__enter__()
-    cores = tinynet.get_num_threads()
-    torch_threads = torch.get_num_threads() if torch is not None else "-"
-    step_table(f"training step (forward + backward + Adam), default threads (tinynet "
-               f"{cores}, PyTorch {torch_threads}), median ms", torch, args.repeat)
-    tinynet.set_num_threads(1)
-    if torch is not None:
-        torch.set_num_threads(1)
-    step_table("training step, 1 thread each, median ms", torch, args.repeat)
+    try:
+        import torch  # noqa: F401
+        libraries = ("tinynet", "torch")
+    except ImportError:
+        libraries = ("tinynet",)
+    variables = {"TINYNET_KERNELS": args.kernels} if args.kernels else {}
+    step_table(f"training step (forward + backward + Adam), no thread settings "
+               f"({os.cpu_count()} cores), median ms over {args.rounds} processes",
+               libraries, args.rounds, None, variables)
+    step_table("training step, 1 thread each, median ms", libraries, args.rounds, 1, variables)
 
 
 if __name__ == "__main__":
