@@ -28,9 +28,11 @@ from ._arguments import (
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "chunk_count", "add_chunks", "kernel_functions"]
 
-# Below this many elements the rows are looped over on one thread: waking the
-# others costs some microseconds, as much as the whole of a small input's work.
-PARALLEL_MIN_ELEMENTS = 1 << 16
+# Below this many elements the rows are looped over on one thread. Idle worker
+# threads sleep (OMP_WAIT_POLICY=PASSIVE, tinynet/threads.py), and waking them
+# costs tens of microseconds: on two cores one thread was faster up to about
+# 512 K elements, for the LayerNorm rungs and for the Adam step alike.
+PARALLEL_MIN_ELEMENTS = 1 << 19
 MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
 CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements
 

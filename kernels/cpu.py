@@ -37,6 +37,7 @@ import numba
 import numpy as np
 from numba import njit, prange, types
 
+from . import _cpu_rung
 from ._arguments import FLOAT_DTYPES, backward_arguments, forward_arguments
 from ._compile import compiled_per_dtype
 from ._noalias import NOALIAS
@@ -68,9 +69,8 @@ _ROW_LOOP_EXACT = dict(_EXACT, forceinline=True, **NOALIAS)
 # whichever entry point needs them.
 _ENTRY = dict(_EXACT, cache=True)
 
-# Below this many elements a call runs serially: waking the thread pool costs
-# microseconds, as much as a small batch (say 4 x 1000) takes in total.
-PARALLEL_MIN_ELEMENTS = 1 << 16
+# Below this many elements a call runs serially (see _cpu_rung).
+PARALLEL_MIN_ELEMENTS = _cpu_rung.PARALLEL_MIN_ELEMENTS
 
 # Row sums are taken in x's dtype over blocks of this many columns.
 BLOCK = 1024

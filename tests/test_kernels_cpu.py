@@ -13,7 +13,8 @@ EPS = 1e-5
 AWKWARD_H = (1, 7, 31, 32, 33, 1000, 1024, 4097, 65536)
 # A few rows of every awkward H, one row, and many rows; the larger ones take
 # the parallel path (cpu.PARALLEL_MIN_ELEMENTS), the smaller the serial one.
-SHAPES = [(3, H) for H in AWKWARD_H] + [(1, 1), (1, 1024), (300, 256), (2000, 33)]
+SHAPES = [(3, H) for H in AWKWARD_H] + [(1, 1), (1, 1024), (300, 256), (2000, 33), (600, 1000),
+                                       (9000, 64)]
 
 
 def layer_norm_inputs(shape, dtype, offset=0.0, seed=0):
@@ -88,7 +89,7 @@ def test_a_constant_row_gives_the_bias_and_finite_gradients(dtype):
         assert np.all(np.isfinite(grad))
 
 
-@pytest.mark.parametrize("shape", [(4, 1000), (100, 1024)], ids=["serial", "parallel"])
+@pytest.mark.parametrize("shape", [(4, 1000), (600, 1024)], ids=["serial", "parallel"])
 def test_nan_reaches_its_row_and_stays_there(shape):
     x, gain, bias, dy = layer_norm_inputs(shape, np.float32)
     x[1, 3] = np.nan
@@ -489,7 +490,7 @@ def adam_state(shape, dtype, seed=0):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weight_decay", [0.0, 0.01])
-@pytest.mark.parametrize("shape", [(3, 7), (300, 1000)], ids=["serial", "parallel"])
+@pytest.mark.parametrize("shape", [(3, 7), (600, 1000)], ids=["serial", "parallel"])
 def test_adam_step_matches_the_reference(shape, weight_decay, dtype):
     param, exp_avg, exp_avg_sq, rng = adam_state(shape, dtype)
     ref = [a.copy() for a in (param, exp_avg, exp_avg_sq)]

@@ -279,6 +279,9 @@ def run_backward(root, grad=None, retain_graph=False):
         input_grads = node.fn.backward(node, *grads_out)
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
+        if len(input_grads) != len(node.inputs):
+            raise RuntimeError(f"{node.fn.__name__}.backward returned {len(input_grads)} "
+                               f"gradients for its {len(node.inputs)} inputs")
         for x, g in zip(node.inputs, input_grads, strict=True):
             if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
                 sums.add(_sum_key(x), as_array(g))
