@@ -31,7 +31,7 @@ if SIMULATED:                      # warp shuffles for the simulator (rung 2 nee
     from ._cuda_sim_shuffle import install as _install_simulated_shuffles
     _install_simulated_shuffles()
 
-COLUMN_THREADS = 32 if SIMULATED else 256
+COLUMN_THREADS = 16 if SIMULATED else 256
 
 
 def launch(kernel, blocks, threads, *args):

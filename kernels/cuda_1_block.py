@@ -29,7 +29,7 @@ __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
            "rms_norm_backward"]
 
 # A power of two. The simulator runs each thread as a Python thread: few of them.
-THREADS = 32 if SIMULATED else 256
+THREADS = 16 if SIMULATED else 256
 
 
 @cuda.jit(device=True)

@@ -52,8 +52,12 @@ LADDERS = {
     ),
     "cuda": (
         REFERENCE,
+        Rung("block", "tinynet.kernels.cuda_1_block",
+             "a block per row, its threads' sums added by a tree in shared memory"),
+        Rung("warp", "tinynet.kernels.cuda_2_warp",
+             "a warp per row, its threads' sums added by warp shuffles"),
         Rung("held", "tinynet.kernels.cuda",
-             "a warp or block per row, the row held in registers, shuffle reductions",
+             "the row held in registers, loaded at once; a warp or a block per row",
              ("layer_norm_forward", "layer_norm_backward")),
     ),
 }

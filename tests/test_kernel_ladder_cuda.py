@@ -1,0 +1,111 @@
+"""The CUDA rungs of the kernel ladder (kernels/ladder.py) against the reference,
+under Numba's CUDA simulator (small shapes: it runs each CUDA thread as a Python
+thread) or on a GPU with CuPy arrays (every awkward H). The top rung, the
+kernels held in registers, has its own file: tests/test_kernels_cuda.py."""
+import importlib
+
+import numba
+import numpy as np
+import pytest
+
+import tinynet
+from tinynet.kernels import ladder, reference
+
+from test_kernels_cpu import AWKWARD_H, EPS, RTOL, assert_close, layer_norm_inputs
+
+SIMULATED = bool(numba.config.ENABLE_CUDASIM)
+ON_GPU = not SIMULATED and tinynet.cuda_is_available()
+pytestmark = [
+    pytest.mark.skipif(not (SIMULATED or ON_GPU),
+                       reason="needs CuPy and a CUDA GPU, or the CUDA simulator"),
+    pytest.mark.filterwarnings("ignore:.*Grid size"),
+]
+RUNGS = [rung for rung in ladder.LADDERS["cuda"]
+         if rung.name != "reference" and "rms_norm_forward" in rung.kernels]
+# Simulated: partial warps and blocks (H = 1, 7, 40, 100), one row, a ragged
+# last block of warps (5 rows, 2 warps a block), rows longer than a warp and a block.
+SHAPES = ([(1, 1), (2, 7), (5, 40), (3, 100)] if SIMULATED else
+          [(rows, H) for H in AWKWARD_H for rows in (1, 3)] + [(4096, 1024), (700, 64)])
+
+
+def kernels_of(rung):
+    return importlib.import_module(rung.module)
+
+
+def on_device(*arrays):
+    if not ON_GPU:
+        return arrays
+    import cupy
+    return tuple(None if a is None else cupy.asarray(a) for a in arrays)
+
+
+def on_host(results):
+    return [None if a is None else tinynet.backend.as_numpy(a) for a in results]
+
+
+def layer_norm_results(kernels, x, gain, bias, dy):
+    x, gain, bias, dy = on_device(x, gain, bias, dy)
+    y, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)
+    return on_host((y, mean, rstd) + tuple(kernels.layer_norm_backward(dy, x, mean, rstd, gain)))
+
+
+def rms_norm_results(kernels, x, gain, dy):
+    x, gain, dy = on_device(x, gain, dy)
+    y, rstd = kernels.rms_norm_forward(x, gain, EPS)
+    return on_host((y, rstd) + tuple(kernels.rms_norm_backward(dy, x, rstd, gain)))
+
+
+def assert_all_close(actual, expected, rtol, scales=()):
+    for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+        if e is None:
+            assert a is None, i
+            continue
+        assert a.shape == e.shape and a.dtype == e.dtype, i
+        assert_close(a, e, rtol, dict(scales).get(i))
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("offset", [1e3] if SIMULATED else [0.0, 1e3])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_layer_norm_matches_the_reference(rung, shape, offset, dtype):
+    x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset)
+    assert_all_close(layer_norm_results(kernels_of(rung), x, gain, bias, dy),
+                     layer_norm_results(reference, x, gain, bias, dy), RTOL[dtype],
+                     scales=[(1, np.max(np.abs(x)))])
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_rms_norm_matches_the_reference(rung, shape, dtype):
+    x, gain, _, dy = layer_norm_inputs(shape, dtype, offset=1.0)
+    expected = rms_norm_results(reference, x, gain, dy)
+    cancelling = np.max(np.abs(dy * gain) * expected[1][:, None])      # rstd·|g|
+    assert_all_close(rms_norm_results(kernels_of(rung), x, gain, dy), expected, RTOL[dtype],
+                     scales=[(2, cancelling)])
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+def test_missing_parameters_constant_and_nan_rows(rung):
+    kernels = kernels_of(rung)
+    x, gain, bias, dy = layer_norm_inputs((3, 40), np.float32, offset=2.0)
+    assert_all_close(layer_norm_results(kernels, x, None, None, dy),
+                     layer_norm_results(reference, x, None, None, dy), 1e-5,
+                     scales=[(1, np.max(np.abs(x)))])
+    x[1] = 7.0
+    x[2, 3] = np.nan
+    y, mean, rstd, dx, dgain, dbias = layer_norm_results(kernels, x, gain, bias, dy)
+    np.testing.assert_array_equal(y[1], bias)
+    assert mean[1] == 7.0 and np.all(np.isfinite(dx[1]))
+    assert np.all(np.isnan(y[2])) and np.all(np.isfinite(y[:2]))
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+def test_the_same_bits_on_every_run(rung):
+    """dgain and dbias are summed without atomics, in a fixed order."""
+    x, gain, bias, dy = layer_norm_inputs((3, 33), np.float32, offset=1.0)
+    first = layer_norm_results(kernels_of(rung), x, gain, bias, dy)
+    second = layer_norm_results(kernels_of(rung), x, gain, bias, dy)
+    for a, b in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b)
