@@ -28,6 +28,9 @@ lint: venv
 bench: venv
 	$(PY) benchmarks/overhead.py
 	$(PY) benchmarks/train_step.py
+	$(PY) benchmarks/threads.py
+	$(PY) benchmarks/first_use.py
+	$(PY) benchmarks/kernel_ladder.py --cpu-only
 	$(PY) benchmarks/layernorm.py --cpu-only
 	$(PY) benchmarks/host_profile.py
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks in one go (a few minutes): the CUDA kernel tests on the GPU
-# (simulator off), then the GPU benchmark and a profile of the host side of a
-# small call; a short summary table comes last.
+# (simulator off), then the kernel ladder's GPU table, the GPU benchmark and a
+# profile of the host side of a small call; a short summary table comes last.
 #
 #   bash benchmarks/gpu_check.sh            # from anywhere; PYTHON=... to choose Python
 #   bash benchmarks/gpu_check.sh --sweep    # also benchmarks/gpu_launch_sweep.py
@@ -62,10 +62,12 @@ fi
 
 status=0
 timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider --rootdir "$repo" \
-    "$repo/tests/test_kernels_cuda.py" "$repo/tests/test_backend.py::test_cuda_round_trip_and_gradients" 2>&1 \
+    "$repo/tests/test_kernels_cuda.py" "$repo/tests/test_kernel_ladder_cuda.py" \
+    "$repo/tests/test_backend.py::test_cuda_round_trip_and_gradients" 2>&1 \
     | tee "$work/tests.log" || status=$?
 tests=$(grep -E "passed|failed|error|skipped" "$work/tests.log" | tail -1 || true)
 
+timeout 120 "$PYTHON" "$repo/benchmarks/kernel_ladder.py" --gpu-only || status=$?
 timeout 150 "$PYTHON" "$repo/benchmarks/layernorm.py" --gpu-only || status=$?
 # Where a small call's host time goes (the wall times above exceed the kernel times).
 timeout 60 "$PYTHON" "$repo/benchmarks/host_profile.py" --device cuda --shape 64 1024 --top 10 \
@@ -75,6 +77,6 @@ if (( sweep )); then
 fi
 
 printf '\n| GPU check | result |\n|-----------|--------|\n'
-printf '| tests/test_kernels_cuda.py | %s |\n' "${tests:-did not finish}"
+printf '| CUDA kernel tests | %s |\n' "${tests:-did not finish}"
 printf '| exit status | %s |\n' "$status"
 exit "$status"

@@ -6,10 +6,11 @@ One table per device: rung x shape, LayerNorm forward+backward of float32
 rows (the LayerNorm benchmark's shapes and those the examples run), median
 time, bandwidth (the minimal traffic: the forward reads x and writes y, the
 backward reads dy and x and writes dx, 5·rows·H·4 bytes), that bandwidth as a
-fraction of this machine's copy bandwidth measured in the same run, and the
-speedup over the rung below. The CPU runs at the default threads unless
-``--threads`` is given; on a GPU times come from CUDA events. Nothing here
-asserts.
+fraction of this machine's copy bandwidth measured in the same run, the
+speedup over the rung below, and the speedup over PyTorch's layer_norm
+forward+backward (``autograd.grad``) timed alongside, where PyTorch is
+installed. The CPU runs at the default threads unless ``--threads`` is given;
+on a GPU times come from CUDA events. Nothing here asserts.
 """
 from __future__ import annotations
 
@@ -19,14 +20,15 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import print_table, timing_rounds  # noqa: E402
+from common import print_table, timing_rounds, try_import_torch  # noqa: E402
 from layernorm import (  # noqa: E402
     EPS,
     cpu_bandwidth,
     gpu_copy_bandwidth,
     gpu_hold_kernel,
     gpu_time,
-    layer_norm_inputs,  # noqa: E402
+    layer_norm_inputs,
+    torch_closures,
 )
 
 SHAPES = [(4, 1000), (128, 1000), (64, 512), (64, 128), (4096, 1024), (32768, 256)]
@@ -51,15 +53,21 @@ def ladder_rows(device, shapes, seconds_of, copy_gbs):
     rows = []
     for shape in shapes:
         seconds = seconds_of(shape)
+        torch_seconds = seconds.get("PyTorch")
         for below, name in zip([None] + names[:-1], names, strict=True):
             gbs = traffic(shape) / seconds[name] / 1e9
             label = f"{name} (default)" if name == ladder.DEFAULT[device] else name
             rows.append([str(shape), label, seconds[name] * 1e6, gbs, gbs / copy_gbs,
-                         seconds[below] / seconds[name] if below else "-"])
+                         seconds[below] / seconds[name] if below else "-",
+                         torch_seconds / seconds[name] if torch_seconds else "-"])
+        if torch_seconds:
+            rows.append([str(shape), "PyTorch", torch_seconds * 1e6,
+                         traffic(shape) / torch_seconds / 1e9,
+                         traffic(shape) / torch_seconds / 1e9 / copy_gbs, "-", 1.0])
     return rows
 
 
-HEADERS = ["shape", "rung", "fwd+bwd µs", "GB/s", "of copy", "× rung below"]
+HEADERS = ["shape", "rung", "fwd+bwd µs", "GB/s", "of copy", "× rung below", "× PyTorch"]
 
 
 def cpu_table(threads):
@@ -67,13 +75,18 @@ def cpu_table(threads):
 
     import tinynet
     from tinynet.kernels import ladder
+    torch = try_import_torch()
     if threads:
         tinynet.set_num_threads(threads)
+        if torch is not None:
+            torch.set_num_threads(threads)
     modules = {r.name: importlib.import_module(r.module) for r in ladder.LADDERS["cpu"]}
 
     def seconds_of(shape):
         inputs = layer_norm_inputs(np, shape)
         steps = {name: forward_backward(kernels, *inputs) for name, kernels in modules.items()}
+        if torch is not None:
+            steps["PyTorch"] = torch_closures(torch, "cpu", *inputs)["both"]
         rounds = timing_rounds(steps, repeat=7)          # the rungs interleaved
         return {name: rounds.median(name) for name in steps}
 
@@ -93,11 +106,15 @@ def gpu_table():
     from tinynet.kernels import ladder
     modules = {r.name: importlib.import_module(r.module) for r in ladder.LADDERS["cuda"]}
     hold = gpu_hold_kernel()
+    torch = try_import_torch()
+    torch_on_gpu = torch is not None and torch.cuda.is_available()
 
     def seconds_of(shape):
         inputs = layer_norm_inputs(cupy, shape)
-        return {name: gpu_time(cupy, forward_backward(kernels, *inputs), hold)[0] / 1e3
-                for name, kernels in modules.items()}
+        steps = {name: forward_backward(kernels, *inputs) for name, kernels in modules.items()}
+        if torch_on_gpu:
+            steps["PyTorch"] = torch_closures(torch, "cuda", *inputs)["both"]
+        return {name: gpu_time(cupy, step, hold)[0] / 1e3 for name, step in steps.items()}
 
     copy_gbs = gpu_copy_bandwidth(cupy, hold)
     print_table(f"GPU kernel ladder, LayerNorm forward+backward, float32, CUDA events; "
