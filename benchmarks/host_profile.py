@@ -5,7 +5,7 @@
 On a GPU, a small batch costs more on the host than on the device: on the
 H200 a Numba CUDA forward at (32768, 1024) made its caller wait 478 µs for
 135 µs of GPU time, and the backward at (65536, 256) 1063 µs for 131 µs
-(docs/kernels.md). This runs ``layer_norm_forward`` and ``layer_norm_backward``
+(benchmarks/layernorm.py --gpu-only). This runs ``layer_norm_forward`` and ``layer_norm_backward``
 of ``tinynet.kernels.cpu`` or ``tinynet.kernels.cuda`` (float32, one thread)
 N times under cProfile and prints, per call: the time without the profiler,
 the profiled time by package (tinynet, numba, cupy, numpy, Python's own

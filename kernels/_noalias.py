@@ -6,8 +6,8 @@ compiles such a loop twice and, each time the loop starts, compares the address
 range of every array it writes with that of every array it reads before it picks
 the vector version. The backward's loop over a row writes dx and two rows of
 scratch sums and reads five rows: about 200 instructions of comparisons per row,
-as many as the loop itself takes for a row of 128 numbers (docs/kernels.md
-counts them).
+as many as the loop itself takes for a row of 128 numbers
+(tools/count_instructions.py counts them).
 
 Numba's compiler has the flag that removes them (``Flags.noalias``: it puts
 LLVM's ``noalias`` on every pointer argument of the function; ``parallel=True``

@@ -6,7 +6,7 @@ instructions of work between short rows, does not keep enough of the array
 on its way from memory: the hardware prefetchers alone left the CPU kernels
 at (32768, 256) on one thread waiting for rows. Asking for the row a few KB
 ahead, one request per cache line at the start of each row, made them
-1.1-1.5x faster there (docs/kernels.md, *Software prefetch*).
+1.1-1.5x faster there (benchmarks/layernorm.py --prefetch).
 
 A prefetch is a hint: it changes no result, and a request for an address
 outside the array does not fault (the kernels do not make one anyway). It

@@ -91,8 +91,8 @@ STREAMING_MIN_BYTES = 1 << 24
 # On one thread, inputs this large are prefetched PREFETCH_AHEAD_BYTES ahead
 # of the row being worked on (_prefetch), if a row of all the arrays read
 # (x; dy and x) comes to at most PREFETCH_MAX_ROW_BYTES. Measured
-# (docs/kernels.md): longer rows and smaller arrays gained little or lost,
-# and so did two threads.
+# (benchmarks/layernorm.py --prefetch): longer rows and smaller arrays gained
+# little or lost, and so did two threads.
 PREFETCH_MIN_BYTES = 1 << 25
 PREFETCH_MAX_ROW_BYTES = 2048
 PREFETCH_AHEAD_BYTES = 4096
@@ -506,7 +506,7 @@ def _run(driver, *arguments) -> bool:
     only arrays whose shapes fit together, with eps ≥ 0: anything else is
     refused before a driver has written anything. Checking everything first,
     in Python, costs about as much as the kernels' work on a small input
-    (docs/kernels.md). But a refusal by Numba's dispatcher costs far more (it
+    (tools/count_instructions.py). But a refusal by Numba's dispatcher costs far more (it
     takes 100-250 µs to explain one), so _forward and _backward first look for
     the likely ones: a missing gain or bias, and x or dy a view that is not
     C-contiguous.
