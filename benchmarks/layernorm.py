@@ -5,7 +5,7 @@
     python benchmarks/layernorm.py --prefetch [--threads 1|2|both]
 
 CPU (float32): forward and forward+backward of the NumPy reference
-(``tinynet.kernels.reference``), the Numba kernels (``tinynet.kernels.cpu``)
+(``tinynet.kernels.reference``), the Numba kernels (``tinynet.kernels.cpu_3_pipelined``)
 and ``torch.nn.functional.layer_norm`` (forward, then ``.backward(dy)``) on
 (4096, 1024), (32768, 256), (256, 16384) and (64, 128), with 1 thread by
 default (``--threads both`` adds a 2-thread table). Bandwidth counts the
@@ -145,7 +145,8 @@ def measure_cpu_shape(shape, torch):
     """
     import numpy as np
 
-    from tinynet.kernels import cpu, reference
+    from tinynet.kernels import cpu_3_pipelined as cpu
+    from tinynet.kernels import reference
 
     x, gain, bias, dy = layer_norm_inputs(np, shape)
     closures = {"reference": kernel_closures(reference, x, gain, bias, dy),

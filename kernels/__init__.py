@@ -1,13 +1,15 @@
-"""LayerNorm kernels (installed as ``tinynet.kernels``).
+"""The normalization kernels (installed as ``tinynet.kernels``), as a ladder.
 
-Three modules share one calling convention over 2-D (rows, H) arrays:
+``reference`` is the spec, plain NumPy/CuPy array code. Above it, for each
+device, rungs that each add one idea (``ladder`` names them and each device's
+default; docs/kernels.md is the lesson):
 
-* ``tinynet.kernels.reference``: plain NumPy/CuPy array code, the spec;
-* ``tinynet.kernels.cpu``: Numba CPU kernels, used by the NumPy backend;
-* ``tinynet.kernels.cuda``: Numba CUDA kernels, used by the CuPy backend.
+* CPU: ``cpu_1_textbook``, ``cpu_2_vectorized``, ``cpu_3_pipelined``;
+* CUDA: ``cuda_1_block``, ``cuda_2_warp``, ``cuda`` (rows held in registers).
 
-Each exposes ``layer_norm_forward(x, gain, bias, eps) -> (y, mean, rstd)`` and
-``layer_norm_backward(dy, x, mean, rstd, gain) -> (dx, dgain, dbias)``. The
-backends' kernel tables (``tinynet.backend``) pick them up; nothing here is
-imported (or compiled) until first use.
+Every rung exposes ``layer_norm_forward``/``layer_norm_backward`` (and, but for
+the top rungs, ``rms_norm_forward``/``rms_norm_backward``) on 2-D (rows, H)
+arrays. ``cpu_adam`` is the CPU's fused Adam step. The backends' kernel tables
+(``tinynet.backend``) pick them up; nothing here is imported (or compiled)
+until first use.
 """

@@ -21,7 +21,7 @@ writes must not share memory with any other array it is passed (arrays it only
 reads may). The CPU kernels write only arrays they have just allocated.
 
 Numba's on-disk cache checks only the file of the function it caches
-(``cpu.py``), not this one: after editing this file, touch ``cpu.py``.
+(``cpu_3_pipelined.py``), not this one: after editing this file, touch that one.
 """
 from __future__ import annotations
 

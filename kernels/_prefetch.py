@@ -14,7 +14,7 @@ loads into the L2 cache (``prefetcht1`` on x86), not L1: the row is needed
 several rows later, and L1 is kept for the rows being worked on.
 
 Numba's on-disk cache checks only the source file of the function it caches
-(``cpu.py``), not this one: after editing this file, touch ``cpu.py``. The
+(``cpu_3_pipelined.py``), not this one: after editing this file, touch that one. The
 address of an element is computed as for the streaming stores (``_streaming_stores``).
 """
 from __future__ import annotations

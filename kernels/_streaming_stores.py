@@ -28,7 +28,7 @@ Two rules come with them:
 
 The results are bit for bit those of ordinary stores (``tests/test_kernels_cpu.py``).
 Numba's on-disk cache checks only the source file of the function it caches
-(``cpu.py``), not this one: after editing this file, touch ``cpu.py``.
+(``cpu_3_pipelined.py``), not this one: after editing this file, touch that one.
 """
 from __future__ import annotations
 

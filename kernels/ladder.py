@@ -46,7 +46,7 @@ LADDERS = {
              "compiled loops: rows in parallel, three passes per row, float64 sums"),
         Rung("vectorized", "tinynet.kernels.cpu_2_vectorized",
              "row sums the compiler may reorder, so that it vectorizes them"),
-        Rung("pipelined", "tinynet.kernels.cpu",
+        Rung("pipelined", "tinynet.kernels.cpu_3_pipelined",
              "vectorized block sums, software-pipelined passes, streaming stores, prefetch",
              ("layer_norm_forward", "layer_norm_backward")),
     ),

@@ -1,5 +1,5 @@
 """Reference kernels in plain NumPy/CuPy array code: the spec the fast kernels
-(``tinynet.kernels.cpu``, ``tinynet.kernels.cuda``) are tested against.
+(the rungs of ``tinynet.kernels.ladder``) are tested against.
 
 Layer normalization (Ba, Kiros & Hinton, 2016, Eq. 4) normalizes each row
 ``a`` of H summed inputs by its own statistics::

@@ -51,7 +51,7 @@ def test_the_default_rung_and_a_chosen_one():
     def kernel(rung, name):
         return getattr(importlib.import_module(rung.module), name)
 
-    table = backend.KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu:adam_step"})
+    table = backend.KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu_adam:adam_step"})
     rungs = {r.name: r for r in ladder.LADDERS["cpu"]}
     assert table.layer_norm_forward is kernel(rungs[ladder.DEFAULT["cpu"]], "layer_norm_forward")
     for rung in ladder.LADDERS["cpu"]:
@@ -62,7 +62,7 @@ def test_the_default_rung_and_a_chosen_one():
             assert table.rms_norm_forward is kernel(below[-1], "rms_norm_forward")
     with tinynet.use_kernels("reference"):
         assert table.adam_step.__module__ == "tinynet.kernels.reference"
-    assert table.adam_step.__module__ == "tinynet.kernels.cpu"
+    assert table.adam_step.__module__ == "tinynet.kernels.cpu_adam"
 
 
 def test_an_unknown_rung_is_named():

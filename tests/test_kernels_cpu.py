@@ -1,11 +1,14 @@
-"""The Numba CPU kernels (tinynet.kernels.cpu) against the NumPy reference, the spec."""
+"""CPU rung 3 (tinynet.kernels.cpu_3_pipelined) and the Adam kernel (cpu_adam)
+against the NumPy reference, the spec: the rung's own machinery (drivers, streaming,
+prefetch); tests/test_kernel_ladder.py runs every rung on the common cases."""
 import re
 
 import numba
 import numpy as np
 import pytest
 
-from tinynet.kernels import _recycling, cpu, reference
+from tinynet.kernels import _recycling, cpu_adam, reference
+from tinynet.kernels import cpu_3_pipelined as cpu
 from tinynet.kernels._streaming_stores import rows_are_aligned
 
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}
@@ -497,7 +500,7 @@ def test_adam_step_matches_the_reference(shape, weight_decay, dtype):
     for step in range(1, 4):
         grad = rng.standard_normal(shape).astype(dtype)
         hyper = (step, 1e-2, 0.9, 0.999, 1e-8, weight_decay)
-        cpu.adam_step(param, grad, exp_avg, exp_avg_sq, *hyper)
+        cpu_adam.adam_step(param, grad, exp_avg, exp_avg_sq, *hyper)
         reference.adam_step(ref[0], grad, ref[1], ref[2], *hyper)
     tol = dict(rtol=1e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
     for actual, expected in zip((param, exp_avg, exp_avg_sq), ref, strict=True):
@@ -508,17 +511,17 @@ def test_adam_step_matches_the_reference(shape, weight_decay, dtype):
 def test_adam_step_rejects_mismatched_or_strided_arrays():
     param, exp_avg, exp_avg_sq, _ = adam_state((4, 6), np.float32)
     with pytest.raises(ValueError, match="grad has shape .* dtype float64"):
-        cpu.adam_step(param, param.astype(np.float64), exp_avg, exp_avg_sq, 1, 1e-3,
+        cpu_adam.adam_step(param, param.astype(np.float64), exp_avg, exp_avg_sq, 1, 1e-3,
                       0.9, 0.999, 1e-8, 0.0)
     with pytest.raises(ValueError, match="contiguous"):
-        cpu.adam_step(param[:, ::2], param[:, ::2], exp_avg[:, ::2], exp_avg_sq[:, ::2],
+        cpu_adam.adam_step(param[:, ::2], param[:, ::2], exp_avg[:, ::2], exp_avg_sq[:, ::2],
                       1, 1e-3, 0.9, 0.999, 1e-8, 0.0)
 
 
 def test_adam_flushes_subnormal_moments_to_zero():
     """A moment decaying below the smallest normal float becomes 0 (x86 computes
     with subnormals ~15x slower), and the update is unchanged to within 1e-30."""
-    from tinynet.kernels import cpu, reference
+    from tinynet.kernels import reference
     tiny = np.finfo(np.float32).tiny
     param = np.ones(4, np.float32)
     grad = np.zeros(4, np.float32)
@@ -526,7 +529,7 @@ def test_adam_flushes_subnormal_moments_to_zero():
     exp_avg_sq = np.array([tiny * 0.5, tiny, 0.0, tiny * 4], np.float32)
     expected = [a.copy() for a in (param, grad, exp_avg, exp_avg_sq)]
     reference.adam_step(*expected, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
-    cpu.adam_step(param, grad, exp_avg, exp_avg_sq, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+    cpu_adam.adam_step(param, grad, exp_avg, exp_avg_sq, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
     assert np.all((exp_avg == 0) | (np.abs(exp_avg) >= tiny))
     assert np.all((exp_avg_sq == 0) | (exp_avg_sq >= tiny))
     assert exp_avg[1] == 0 and exp_avg_sq[0] == 0          # 0.9 · tiny/2 is subnormal

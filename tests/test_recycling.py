@@ -8,7 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from tinynet.kernels import _recycling, cpu
+from tinynet.kernels import _recycling
+from tinynet.kernels import cpu_3_pipelined as cpu
 from tinynet.kernels._streaming_stores import ALIGNMENT
 
 BIG = (512, 1024)          # 2 MiB of float32: above MIN_BYTES

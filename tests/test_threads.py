@@ -18,12 +18,12 @@ PROBE = """
 import json, os, time
 import numpy as np
 import tinynet
-from tinynet.kernels import cpu
+from tinynet.kernels import cpu_adam
 report = {"policy": os.environ.get("OMP_WAIT_POLICY"), "threads": tinynet.get_num_threads()}
 p = np.zeros(1 << 20, np.float32)
 g, m, v = np.ones_like(p), np.zeros_like(p), np.zeros_like(p)
 for step in (1, 2):                                  # a parallel region (> 65,536 elements)
-    cpu.adam_step(p, g, m, v, step, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+    cpu_adam.adam_step(p, g, m, v, step, 1e-3, 0.9, 0.999, 1e-8, 0.0)
 start = time.process_time()
 time.sleep(0.3)
 report["idle_cpu_seconds"] = time.process_time() - start

@@ -246,7 +246,7 @@ _seed = None
 
 
 def _make_cpu_backend() -> Backend:
-    kernels = KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu:adam_step"})
+    kernels = KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu_adam:adam_step"})
     return Backend("cpu", np, kernels, np.random.default_rng)
 
 

@@ -41,7 +41,7 @@ def child(what: str, rows: int, H: int, calls: int, helper: str) -> None:
 
     import numpy as np
 
-    from tinynet.kernels import cpu
+    from tinynet.kernels import cpu_3_pipelined as cpu
     from tinynet.kernels._recycling import empty_like
 
     rng = np.random.default_rng(0)
