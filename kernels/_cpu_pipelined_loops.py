@@ -1,6 +1,9 @@
 """The loops of CPU rung 3 (cpu_3_pipelined): the per-element formulas, the
 loops over the columns of one or two rows, the chunks of rows, and the exact
 argument types the drivers are compiled for.
+
+Numba's on-disk cache checks only the file of the function it caches (the
+drivers, in cpu_3_pipelined.py): after editing this file, touch that one.
 """
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ backward adds each chunk's Σ dy·x̂ and Σ dy into ``parts[chunk]`` (float64 z
 the chunks are fixed by the shape alone (:func:`chunk_count`) and added in
 order (:func:`add_chunks`) into ``gain_grads`` = (dgain, dbias), so that they
 are the same bits for any thread count. The input's size alone picks the
-serial or the parallel driver.
+serial or the parallel driver. (Numba's on-disk cache checks only the file of
+the function it caches: after editing this file, touch the rungs' files.)
 """
 from __future__ import annotations
 
