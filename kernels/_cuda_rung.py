@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 from numba import cuda
 
 from tinynet.backend import get_array_module
@@ -27,6 +28,29 @@ from ._arguments import backward_arguments, forward_arguments, rms_arguments
 __all__ = ["SIMULATED", "launch", "product", "kernel_functions"]
 
 SIMULATED = bool(numba.config.ENABLE_CUDASIM)
+
+
+def _check_numba_cuda_compiles():
+    """Raise ImportError, naming the versions, where numba-cuda cannot compile.
+
+    numba-cuda 0.30.4 (the newest at the time of writing) registers an
+    overload for ``np.row_stack``, which NumPy 2.5 removed: under NumPy 2.5
+    its first kernel compile fails with an AttributeError from deep inside.
+    Its first compile imports the module that does this; so do we, up front.
+    """
+    if numba.config.ENABLE_CUDASIM:
+        return
+    try:
+        from numba.cuda.np import arrayobj  # noqa: F401
+    except AttributeError as error:
+        from importlib.metadata import version
+        raise ImportError(
+            f"numba-cuda {version('numba-cuda')} cannot compile CUDA kernels with NumPy "
+            f"{np.__version__} ({error}); install numpy<2.5 or a numba-cuda that supports "
+            f"this NumPy") from error
+
+
+_check_numba_cuda_compiles()
 if SIMULATED:                      # warp shuffles for the simulator (rung 2 needs them)
     from ._cuda_sim_shuffle import install as _install_simulated_shuffles
     _install_simulated_shuffles()

@@ -3,7 +3,7 @@
 The simulator (``NUMBA_ENABLE_CUDASIM=1``) runs each CUDA thread of a block
 as a Python thread but has no ``cuda.shfl_*_sync``. :func:`install` adds them
 to its fake ``cuda`` module, so that the kernels' warp reductions run without
-a GPU; ``tinynet.kernels.cuda`` calls it at import when the simulator is on.
+a GPU; ``tinynet.kernels._cuda_rung`` calls it at import when the simulator is on.
 
 A shuffle is emulated as on the hardware, one warp at a time: every lane
 writes its value into the warp's slots, waits at a barrier of the warp's 32
