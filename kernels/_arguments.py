@@ -119,3 +119,46 @@ def backward_arguments(dy, x, mean, rstd, gain):
             xp.ascontiguousarray(mean, dtype=xp.float64),
             xp.ascontiguousarray(rstd, dtype=xp.float64),
             xp.ascontiguousarray(gain) if affine else xp.ones(x.shape[1], x.dtype), affine)
+
+
+def public_kernels(run_forward, run_backward):
+    """A rung's four public kernels, with the calling convention of
+    kernels/reference.py (``layer_norm_forward, layer_norm_backward,
+    rms_norm_forward, rms_norm_backward``), around the rung's own
+    ``run_forward(x, gain, bias, eps, centered) -> (y, mean, rstd)`` and
+    ``run_backward(dy, x, mean, rstd, gain, centered) -> (dx, dgain, dbias)``,
+    which take checked arguments (``centered`` False: RMSNorm, μ = 0).
+
+    Arguments as a layer passes them are taken as they are (forward_ready,
+    backward_ready: well under a microsecond); any others are checked and
+    prepared first.
+    """
+
+    def layer_norm_forward(x, gain, bias, eps):
+        """``(y, mean, rstd)`` of each row of x (rows, H); as reference.layer_norm_forward."""
+        if not forward_ready(x, gain, bias, eps):
+            x, gain, bias, eps = forward_arguments(x, gain, bias, eps)
+        return run_forward(x, gain, bias, eps, True)
+
+    def layer_norm_backward(dy, x, mean, rstd, gain):
+        """``(dx, dgain, dbias)``; as reference.layer_norm_backward."""
+        if backward_ready(dy, x, mean, rstd, gain):
+            return run_backward(dy, x, mean, rstd, gain, True)
+        dy, x, mean, rstd, checked_gain, affine = backward_arguments(dy, x, mean, rstd, gain)
+        dx, dgain, dbias = run_backward(dy, x, mean, rstd, checked_gain, True)
+        return (dx, dgain, dbias) if affine else (dx, None, None)
+
+    def rms_norm_forward(x, gain, eps):
+        """``(y, rstd)``; as reference.rms_norm_forward."""
+        y, _, rstd = run_forward(*rms_arguments(x, gain, eps), False)
+        return y, rstd
+
+    def rms_norm_backward(dy, x, rstd, gain):
+        """``(dx, dgain)``; as reference.rms_norm_backward."""
+        check_array("x", x)
+        no_mean = get_array_module(x).zeros(len(x))
+        dy, x, mean, rstd, checked_gain, affine = backward_arguments(dy, x, no_mean, rstd, gain)
+        dx, dgain, _ = run_backward(dy, x, mean, rstd, checked_gain, False)
+        return (dx, dgain) if affine else (dx, None)
+
+    return layer_norm_forward, layer_norm_backward, rms_norm_forward, rms_norm_backward

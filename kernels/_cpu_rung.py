@@ -19,13 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._arguments import (
-    backward_arguments,
-    backward_ready,
-    forward_arguments,
-    forward_ready,
-    rms_arguments,
-)
+from ._arguments import public_kernels
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "chunk_count", "add_chunks", "kernel_functions"]
 
@@ -78,33 +72,4 @@ def kernel_functions(forward_drivers, backward_drivers):
         driver(backward_drivers, x)(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads)
         return dx, gain_grads[0], gain_grads[1]
 
-    # Arguments as a layer passes them are taken as they are (forward_ready,
-    # backward_ready: well under a microsecond); any others are checked and
-    # prepared first.
-    def layer_norm_forward(x, gain, bias, eps):
-        """``(y, mean, rstd)`` of each row of x (rows, H); as reference.layer_norm_forward."""
-        if not forward_ready(x, gain, bias, eps):
-            x, gain, bias, eps = forward_arguments(x, gain, bias, eps)
-        return run_forward(x, gain, bias, eps, True)
-
-    def layer_norm_backward(dy, x, mean, rstd, gain):
-        """``(dx, dgain, dbias)``; as reference.layer_norm_backward."""
-        if backward_ready(dy, x, mean, rstd, gain):
-            return run_backward(dy, x, mean, rstd, gain, True)
-        dy, x, mean, rstd, checked_gain, affine = backward_arguments(dy, x, mean, rstd, gain)
-        dx, dgain, dbias = run_backward(dy, x, mean, rstd, checked_gain, True)
-        return (dx, dgain, dbias) if affine else (dx, None, None)
-
-    def rms_norm_forward(x, gain, eps):
-        """``(y, rstd)``; as reference.rms_norm_forward."""
-        y, _, rstd = run_forward(*rms_arguments(x, gain, eps), False)
-        return y, rstd
-
-    def rms_norm_backward(dy, x, rstd, gain):
-        """``(dx, dgain)``; as reference.rms_norm_backward."""
-        dy, x, mean, rstd, checked_gain, affine = backward_arguments(
-            dy, x, np.zeros(len(x)), rstd, gain)
-        dx, dgain, _ = run_backward(dy, x, mean, rstd, checked_gain, False)
-        return (dx, dgain) if affine else (dx, None)
-
-    return layer_norm_forward, layer_norm_backward, rms_norm_forward, rms_norm_backward
+    return public_kernels(run_forward, run_backward)

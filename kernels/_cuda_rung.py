@@ -23,7 +23,7 @@ from numba import cuda
 
 from tinynet.backend import get_array_module
 
-from ._arguments import backward_arguments, forward_arguments, rms_arguments
+from ._arguments import public_kernels
 
 __all__ = ["SIMULATED", "launch", "product", "kernel_functions"]
 
@@ -129,27 +129,4 @@ def kernel_functions(forward, backward, forward_grid, backward_grid):
                    dy, x, mean, rstd, dgain, dbias)
         return dx, dgain, dbias
 
-    def layer_norm_forward(x, gain, bias, eps):
-        """``(y, mean, rstd)`` of each row of x (rows, H); as reference.layer_norm_forward."""
-        return run_forward(*forward_arguments(x, gain, bias, eps), True)
-
-    def layer_norm_backward(dy, x, mean, rstd, gain):
-        """``(dx, dgain, dbias)``; as reference.layer_norm_backward."""
-        dy, x, mean, rstd, checked_gain, affine = backward_arguments(dy, x, mean, rstd, gain)
-        dx, dgain, dbias = run_backward(dy, x, mean, rstd, checked_gain, True)
-        return (dx, dgain, dbias) if affine else (dx, None, None)
-
-    def rms_norm_forward(x, gain, eps):
-        """``(y, rstd)``; as reference.rms_norm_forward."""
-        y, _, rstd = run_forward(*rms_arguments(x, gain, eps), False)
-        return y, rstd
-
-    def rms_norm_backward(dy, x, rstd, gain):
-        """``(dx, dgain)``; as reference.rms_norm_backward."""
-        xp = get_array_module(x)
-        dy, x, mean, rstd, checked_gain, affine = backward_arguments(
-            dy, x, xp.zeros(len(x)), rstd, gain)
-        dx, dgain, _ = run_backward(dy, x, mean, rstd, checked_gain, False)
-        return (dx, dgain) if affine else (dx, None)
-
-    return layer_norm_forward, layer_norm_backward, rms_norm_forward, rms_norm_backward
+    return public_kernels(run_forward, run_backward)
