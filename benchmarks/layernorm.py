@@ -194,7 +194,8 @@ def switch_table(threads, what):
     import numba
     import numpy as np
 
-    from tinynet.kernels import _recycling, cpu
+    from tinynet.kernels import _recycling
+    from tinynet.kernels import cpu_3_pipelined as cpu
 
     numba.set_num_threads(threads)
     name, kinds, shapes = {
