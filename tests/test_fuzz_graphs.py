@@ -30,10 +30,10 @@ from graph_cases import (  # noqa: E402
     Misfit,
     Nodes,
 )
+from torch_oracle import as_numpy, assert_same  # noqa: E402
 
 LEAF_SHAPES = [(), (1,), (1, 1), (3,), (1, 3), (2, 1), (4, 1, 1), (4, 1, 3)]
 MAX_LEAVES, MAX_STEPS, MAX_ABS = 4, 14, 1e3
-TOLERANCE = dict(rtol=1e-9, atol=1e-9)
 FUZZ = settings(max_examples=600, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -92,20 +92,6 @@ def evaluate(graph, lib):
     loss = sum((o * lib.tensor(w)).sum() for o, w in zip(outputs, graph.weights, strict=True))
     loss.backward()
     return loss, outputs, [leaf.grad for leaf in leaves]
-
-
-def as_numpy(t):
-    if t is None:
-        return None
-    return np.asarray(t.detach().numpy() if isinstance(t, torch.Tensor) else t.numpy())
-
-
-def assert_same(ours, ref, what):
-    ours, ref = as_numpy(ours), as_numpy(ref)
-    assert (ours is None) == (ref is None), f"{what}: tinynet {ours}, torch {ref}"
-    if ref is not None:
-        assert ours.shape == ref.shape, f"{what}: shape {ours.shape}, torch {ref.shape}"
-        np.testing.assert_allclose(ours, ref, err_msg=what, **TOLERANCE)
 
 
 def assert_graph_matches_torch(graph):

@@ -21,7 +21,8 @@ import tinynet
 
 torch = pytest.importorskip("torch")
 
-TOLERANCE = dict(rtol=1e-9, atol=1e-9)
+from torch_oracle import as_numpy, assert_same  # noqa: E402
+
 NORMS = {                  # (nn, width, affine) -> module
     "layer": lambda nn, width, affine: nn.LayerNorm(width, elementwise_affine=affine),
     "batch": lambda nn, width, affine: nn.BatchNorm1d(width, affine=affine),
@@ -133,20 +134,6 @@ def run(lib, model, arch, x, target):
     loss.backward()
     grads = {name: p.grad for name, p in model.named_parameters()}
     return loss, xt.grad, grads, model.state_dict()
-
-
-def as_numpy(t):
-    if t is None:
-        return None
-    return np.asarray(t.detach().numpy() if isinstance(t, torch.Tensor) else t.numpy())
-
-
-def assert_same(ours, ref, what):
-    ours, ref = as_numpy(ours), as_numpy(ref)
-    assert (ours is None) == (ref is None), f"{what}: tinynet {ours}, torch {ref}"
-    if ref is not None:
-        assert ours.shape == ref.shape, f"{what}: shape {ours.shape}, torch {ref.shape}"
-        np.testing.assert_allclose(ours, ref, err_msg=what, **TOLERANCE)
 
 
 def assert_layers_match_torch(arch):

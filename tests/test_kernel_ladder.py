@@ -78,9 +78,10 @@ def test_missing_parameters_and_views(rung):
     for g, b in ((None, None), (gain, None), (None, bias)):
         assert_results_match(layer_norm_results(kernels, x, g, b, dy),
                              layer_norm_results(reference, x, g, b, dy), x, 1e-12)
-    views = (x[::2, ::2], gain[::2], bias[::2], dy[::2, ::2])
-    assert_results_match(layer_norm_results(kernels, *views),
-                         layer_norm_results(reference, *views), x, 1e-12)
+    for views in ((x[::2, ::2], gain[::2], bias[::2], dy[::2, ::2]),
+                  (x.T.copy().T, gain, bias, np.asfortranarray(dy))):
+        assert_results_match(layer_norm_results(kernels, *views),
+                             layer_norm_results(reference, *views), x, 1e-12)
     if rung in RMS_RUNGS:
         assert_results_match(rms_norm_results(kernels, np.asfortranarray(x), None, dy),
                              rms_norm_results(reference, x, None, dy), x, 1e-12)
@@ -116,7 +117,8 @@ def test_nan_reaches_its_row_and_stays_there(rung, shape):
 
 
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
-@pytest.mark.parametrize("shape", [(2000, 33), (3, 4097), (600, 1000), (9000, 64)], ids=str)
+@pytest.mark.parametrize("shape", [(2000, 33), (300, 256), (7, 1024), (3, 4097), (600, 1000),
+                                   (9000, 64)], ids=str)
 def test_the_number_of_threads_does_not_change_a_bit(rung, shape):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs 2 Numba threads")

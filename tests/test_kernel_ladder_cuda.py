@@ -11,7 +11,8 @@ import pytest
 import tinynet
 from tinynet.kernels import ladder, reference
 
-from test_kernels_cpu import AWKWARD_H, EPS, RTOL, assert_close, layer_norm_inputs
+from test_kernel_ladder import assert_results_match
+from test_kernels_cpu import AWKWARD_H, EPS, RTOL, layer_norm_inputs
 
 SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 ON_GPU = not SIMULATED and tinynet.cuda_is_available()
@@ -55,24 +56,14 @@ def rms_norm_results(kernels, x, gain, dy):
     return on_host((y, rstd) + tuple(kernels.rms_norm_backward(dy, x, rstd, gain)))
 
 
-def assert_all_close(actual, expected, rtol, scales=()):
-    for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-        if e is None:
-            assert a is None, i
-            continue
-        assert a.shape == e.shape and a.dtype == e.dtype, i
-        assert_close(a, e, rtol, dict(scales).get(i))
-
-
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("offset", [1e3] if SIMULATED else [0.0, 1e3])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_layer_norm_matches_the_reference(rung, shape, offset, dtype):
     x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset)
-    assert_all_close(layer_norm_results(kernels_of(rung), x, gain, bias, dy),
-                     layer_norm_results(reference, x, gain, bias, dy), RTOL[dtype],
-                     scales=[(1, np.max(np.abs(x)))])
+    assert_results_match(layer_norm_results(kernels_of(rung), x, gain, bias, dy),
+                         layer_norm_results(reference, x, gain, bias, dy), x, RTOL[dtype])
 
 
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
@@ -82,17 +73,16 @@ def test_rms_norm_matches_the_reference(rung, shape, dtype):
     x, gain, _, dy = layer_norm_inputs(shape, dtype, offset=1.0)
     expected = rms_norm_results(reference, x, gain, dy)
     cancelling = np.max(np.abs(dy * gain) * expected[1][:, None])      # rstd·|g|
-    assert_all_close(rms_norm_results(kernels_of(rung), x, gain, dy), expected, RTOL[dtype],
-                     scales=[(2, cancelling)])
+    assert_results_match(rms_norm_results(kernels_of(rung), x, gain, dy), expected, x,
+                         RTOL[dtype], dx_scale=cancelling)
 
 
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
 def test_missing_parameters_constant_and_nan_rows(rung):
     kernels = kernels_of(rung)
     x, gain, bias, dy = layer_norm_inputs((3, 40), np.float32, offset=2.0)
-    assert_all_close(layer_norm_results(kernels, x, None, None, dy),
-                     layer_norm_results(reference, x, None, None, dy), 1e-5,
-                     scales=[(1, np.max(np.abs(x)))])
+    assert_results_match(layer_norm_results(kernels, x, None, None, dy),
+                         layer_norm_results(reference, x, None, None, dy), x, 1e-5)
     x[1] = 7.0
     x[2, 3] = np.nan
     y, mean, rstd, dx, dgain, dbias = layer_norm_results(kernels, x, gain, bias, dy)

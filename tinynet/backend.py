@@ -21,7 +21,7 @@ import numpy as np
 
 __all__ = [
     "Backend", "get_backend", "get_array_module", "device_of", "as_numpy", "scatter_add",
-    "cuda_is_available", "use_kernels", "use_reference_kernels", "chosen_kernels",
+    "cuda_is_available", "use_kernels", "use_reference_kernels",
     "reference_kernels_forced",
 ]
 
@@ -117,11 +117,6 @@ def _parse_device(device) -> str:
 
 _KERNELS_ENV = "TINYNET_KERNELS"
 _chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's default
-
-
-def chosen_kernels():
-    """The rung chosen by :func:`use_kernels` or ``TINYNET_KERNELS``; None for the defaults."""
-    return _chosen_rung
 
 
 def reference_kernels_forced() -> bool:

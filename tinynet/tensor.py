@@ -26,6 +26,17 @@ def _is_float_dtype(dtype) -> bool:
     return np.issubdtype(dtype, np.floating)
 
 
+def device_and_dtype(args, device=None, dtype=None):
+    """The (device, dtype) of ``to(*args, device=..., dtype=...)``, as PyTorch's
+    ``to``: a string among ``args`` is the device, anything else the dtype."""
+    for arg in args:
+        if isinstance(arg, str):
+            device = arg
+        else:
+            dtype = arg
+    return device, dtype
+
+
 class Tensor(InPlaceMethods):
     # _version counts the in-place writes to this tensor (see tinynet.inplace).
     __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "_version",
@@ -210,11 +221,7 @@ class Tensor(InPlaceMethods):
 
     def to(self, *args, dtype=None, device=None) -> "Tensor":
         """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``: differentiable."""
-        for arg in args:
-            if isinstance(arg, str):
-                device = arg
-            else:
-                dtype = arg
+        device, dtype = device_and_dtype(args, device, dtype)
         out = self
         if dtype is not None and np.dtype(dtype) != self.dtype:
             out = ops.cast(out, dtype)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..backend import as_numpy, get_backend
-from ..tensor import Tensor
+from ..tensor import Tensor, device_and_dtype
 
 __all__ = ["Parameter", "Module", "Sequential", "ModuleList"]
 
@@ -174,11 +174,7 @@ class Module:
     def to(self, *args, device=None, dtype=None) -> "Module":
         """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``: move every parameter
         and buffer in place, casting the floating-point ones to ``dtype``; return self."""
-        for arg in args:
-            if isinstance(arg, str):
-                device = arg
-            else:
-                dtype = arg
+        device, dtype = device_and_dtype(args, device, dtype)
         if dtype is not None and not np.issubdtype(np.dtype(dtype), np.floating):
             raise TypeError(f"{type(self).__name__}.to: only floating-point dtypes are "
                             f"accepted, got {np.dtype(dtype)}")
