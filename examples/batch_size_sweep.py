@@ -2,21 +2,27 @@
 
     python examples/batch_size_sweep.py --preset quick --out runs/quick
     python examples/batch_size_sweep.py --preset paper --out runs/paper
+    mpiexec -n N python -m mpi4py.futures examples/batch_size_sweep.py --executor mpi ...
+    srun -n N python -m mpi4py.futures examples/batch_size_sweep.py --executor mpi ...
 
 Every configuration (norm × batch size × seed) trains on the same budget of
 examples seen and is evaluated on the 10,000 test images. Configurations run
-in parallel worker processes (one per core by default, each pinned to one
-thread). Each finished run is appended to ``OUT/results.jsonl`` at once
-(atomically), and a re-run skips what is already there: an interrupted sweep
-loses only the runs in flight. At the end it prints a table and writes
-``OUT/sweep.csv`` and, with matplotlib, ``OUT/figure6.png``.
+in parallel worker processes, each computing on one thread: local processes
+(``--workers``, one per core by default), or with ``--executor mpi`` the ranks
+of an MPI launch of ``mpi4py.futures``: rank 0 runs this script, the other N-1
+ranks are its workers (any MPI launcher: ``mpiexec``, ``srun``...). Only the
+parent process writes results: each finished run is appended to
+``OUT/results.jsonl`` at once (atomically), and a re-run skips what is already
+there: an interrupted sweep loses only the runs in flight. At the end it prints
+a table and writes ``OUT/sweep.csv`` and, with matplotlib, ``OUT/figure6.png``.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
+import concurrent.futures
 import csv
 import io
+import itertools
 import json
 import multiprocessing
 import os
@@ -34,17 +40,26 @@ PRESETS = {
                   seeds=[0, 1], examples=55_000, curve_points=8),
 }
 KEY_FIELDS = ("norm", "batch_size", "seed", "budget", "data")
+MPI_LAUNCH = "mpiexec -n N python -m mpi4py.futures examples/batch_size_sweep.py --executor mpi ..."
+MPI_USAGE = (f"On MPI, N ranks: rank 0 runs the sweep, the N-1 others are its workers:\n"
+             f"  {MPI_LAUNCH}\n  {MPI_LAUNCH.replace('mpiexec', 'srun')}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=MPI_USAGE,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="quick")
     parser.add_argument("--norms", nargs="+", choices=["none", "batch", "layer"])
     parser.add_argument("--batch-sizes", nargs="+", type=int)
     parser.add_argument("--seeds", nargs="+", type=int)
     parser.add_argument("--examples", type=int, help="examples seen per run")
     parser.add_argument("--data", help="MNIST directory (default: as the MNIST loader)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--executor", choices=["local", "mpi"], default="local",
+                        help="local: processes on this machine; mpi: the ranks of an MPI launch "
+                             "of mpi4py.futures (see below)")
+    parser.add_argument("--workers", type=int,
+                        help="local worker processes (default: one per core); with --executor "
+                             "mpi the launcher sets the pool's size")
     parser.add_argument("--out", default="runs/sweep")
     return parser
 
@@ -88,23 +103,47 @@ def _key(record) -> tuple:
     return tuple(record[k] for k in KEY_FIELDS)
 
 
-@contextlib.contextmanager
-def _one_thread_per_worker():
-    """Workers started inside inherit these variables; this process keeps its own."""
+def one_thread_per_worker() -> None:
+    """Each worker's initializer: its BLAS and Numba use one thread, the workers share the cores.
+
+    It runs before the worker's first job imports NumPy, whose libraries read these then."""
     names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-    saved = {name: os.environ.get(name) for name in names}
     os.environ.update({name: "1" for name in names})
+
+
+def _launched_by_mpi4py_futures() -> bool:
+    """Whether this is rank 0 of ``python -m mpi4py.futures``, which the other ranks serve.
+
+    Without it, every rank of ``mpiexec`` runs the whole sweep, and a plain ``python``
+    spawns its workers, which hangs where the MPI cannot spawn (MPICH's singletons)."""
+    return ("-m", "mpi4py.futures") in itertools.pairwise(sys.orig_argv)
+
+
+def make_executor(args) -> tuple[concurrent.futures.Executor, int]:
+    """The pool that runs the configurations (``--executor``), and its number of workers."""
+    if args.executor == "local":
+        workers = args.workers or os.cpu_count() or 1
+        return concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"),
+            initializer=one_thread_per_worker), workers
+    if args.workers is not None:
+        raise SystemExit(f"--workers sizes the local pool only: the MPI launcher sizes the "
+                         f"pool of --executor mpi.\n{MPI_USAGE}")
     try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        from mpi4py import MPI
+        from mpi4py.futures import MPIPoolExecutor
+    except ImportError as error:
+        raise SystemExit(f"--executor mpi needs mpi4py ({error}): "
+                         "pip install 'tinynet[mpi]'") from None
+    workers = MPI.COMM_WORLD.Get_size() - 1
+    if not _launched_by_mpi4py_futures() or workers < 1:
+        raise SystemExit(f"--executor mpi found no workers: it runs on N >= 2 ranks launched "
+                         f"with python -m mpi4py.futures.\n{MPI_USAGE}")
+    return MPIPoolExecutor(initializer=one_thread_per_worker), workers
 
 
 def run_sweep(args) -> list[dict]:
+    executor, workers = make_executor(args)        # first: a wrong launch fails before any work
     from tinynet.data import load_mnist
     source = "bundled sample" if load_mnist(args.data, train=False).is_sample else "full MNIST"
     os.makedirs(args.out, exist_ok=True)
@@ -113,23 +152,22 @@ def run_sweep(args) -> list[dict]:
     done = {_key(r) for r in read_results(results_path)}
     todo = [job for job in jobs if _key(dict(job, data=source)) not in done]
     print(f"{len(jobs)} configurations on {source}: {len(jobs) - len(todo)} already done, "
-          f"{len(todo)} to run with {args.workers} worker(s)", flush=True)
+          f"{len(todo)} to run with {min(workers, len(todo)) or workers} worker(s)", flush=True)
     started = time.perf_counter()
-    context = multiprocessing.get_context("spawn")
-    with _one_thread_per_worker():
-        pool = context.Pool(max(1, min(args.workers, len(todo) or 1)))
+    runs = [executor.submit(run_one, job) for job in todo]
     try:
-        for result in pool.imap_unordered(run_one, todo):
-            append_result(results_path, result)
+        for run in concurrent.futures.as_completed(runs):
+            result = run.result()
+            append_result(results_path, result)           # here in the parent, never in a worker
             print(f"  done: {result['norm']:>5} norm, batch {result['batch_size']:>3}, seed "
                   f"{result['seed']}: test error {100 * result['test_error']:.2f}% "
                   f"({time.perf_counter() - started:.0f} s)", flush=True)
-        pool.close()
-    except BaseException:
-        pool.terminate()                    # an interrupted sweep stops its runs in flight
+    except BaseException:                   # interrupted: start no more runs, stop those in flight
+        executor.shutdown(wait=False, cancel_futures=True)
+        for worker in multiprocessing.active_children():      # the local pool's processes
+            worker.terminate()
         raise
-    finally:
-        pool.join()
+    executor.shutdown()
     keys = {_key(dict(job, data=source)) for job in jobs}
     return [r for r in read_results(results_path) if _key(r) in keys]
 

@@ -9,6 +9,8 @@ import pytest
 
 import tinynet
 
+from mpi_launch import find_mpiexec, requires_mpi, run_command
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
 
@@ -115,6 +117,74 @@ def test_sweep_summary_means_over_seeds():
     assert row["seeds"] == 2 and row["test_error_pct"] == pytest.approx(5.0)
     assert row["test_error_spread_pct"] == pytest.approx(2.0)
     assert row["test_nll"] == pytest.approx(0.3)
+
+
+def test_sweep_workers_compute_on_one_thread(monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    args = batch_size_sweep.build_parser().parse_args(["--workers", "1"])
+    executor, workers = batch_size_sweep.make_executor(args)
+    with executor:
+        assert workers == 1 and executor.submit(os.getenv, "OPENBLAS_NUM_THREADS").result() == "1"
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "8"            # the parent keeps its own
+
+
+TINY_SWEEP = ["--norms", "layer", "none", "--batch-sizes", "8", "--seeds", "0", "--examples", "64"]
+
+
+def _sweep_on_three_ranks(out) -> str:
+    """The tiny sweep under ``mpiexec -n 3 python -m mpi4py.futures``: its output."""
+    run = run_command([find_mpiexec(), "-n", "3", sys.executable, "-m", "mpi4py.futures",
+                       "examples/batch_size_sweep.py", "--executor", "mpi", *TINY_SWEEP,
+                       "--out", str(out)], timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run.stdout
+
+
+@requires_mpi
+def test_sweep_on_mpi_writes_in_the_parent_alone_and_reruns_only_what_had_not_finished(tmp_path):
+    results = tmp_path / "results.jsonl"
+    output = _sweep_on_three_ranks(tmp_path)
+    assert "0 already done, 2 to run with 2 worker(s)" in output and output.count("done:") == 2
+    finished = results.read_text().splitlines()
+    # one line a run, each written once: a worker writing too would duplicate them
+    assert sorted(json.loads(line)["norm"] for line in finished) == ["layer", "none"]
+    assert "2 already done, 0 to run" in _sweep_on_three_ranks(tmp_path)
+    assert results.read_text().splitlines() == finished
+
+    results.write_text(finished[0] + "\n")                      # interrupted after one run
+    output = _sweep_on_three_ranks(tmp_path)
+    assert "1 already done, 1 to run" in output and output.count("done:") == 1
+    rerun = results.read_text().splitlines()
+    assert len(rerun) == 2 and rerun[0] == finished[0]
+    assert json.loads(rerun[1])["norm"] == json.loads(finished[1])["norm"]
+
+
+def test_the_mpi_executor_without_mpi4py_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mpi4py", None)             # as if it were not installed
+    args = batch_size_sweep.build_parser().parse_args(["--executor", "mpi"])
+    with pytest.raises(SystemExit, match=r"pip install 'tinynet\[mpi\]'"):
+        batch_size_sweep.make_executor(args)
+
+
+def test_the_mpi_executor_leaves_the_pool_size_to_the_launcher():
+    args = batch_size_sweep.build_parser().parse_args(["--executor", "mpi", "--workers", "2"])
+    with pytest.raises(SystemExit, match="the MPI launcher sizes the pool"):
+        batch_size_sweep.make_executor(args)
+
+
+@requires_mpi
+@pytest.mark.parametrize("ranks, module", [(None, []), (2, []), (1, ["-m", "mpi4py.futures"])],
+                         ids=["python", "mpiexec-without-mpi4py.futures", "one-rank"])
+def test_the_mpi_executor_without_workers_prints_the_launch_line(tmp_path, ranks, module):
+    """No spawning of workers (it hangs under MPICH's singletons), no sweep on every rank."""
+    mpiexec = [] if ranks is None else [find_mpiexec(), "-n", str(ranks)]
+    run = run_command([*mpiexec, sys.executable, *module, "examples/batch_size_sweep.py",
+                       "--executor", "mpi", *TINY_SWEEP, "--out", str(tmp_path / "out")],
+                      timeout=60)
+    assert run.returncode != 0
+    assert "found no workers" in run.stderr
+    assert "mpiexec -n N python -m mpi4py.futures examples/batch_size_sweep.py" in run.stderr
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("task", ["mnist", "adding"])

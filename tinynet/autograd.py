@@ -36,6 +36,7 @@ import contextlib
 import numpy as _np
 
 from . import backend as _backend
+from . import hooks as _hooks
 from . import tensor as _tensor
 
 __all__ = ["Function", "Context", "no_grad", "enable_grad", "set_grad_enabled",
@@ -104,6 +105,7 @@ class Context:
     num_outputs = 1
     versions = ()               # the input tensors' _version when the node was recorded
     modified_output = None      # (output index, version) once an output was written in place
+    output_hooks = None         # {output index: {id: hook}} (tinynet.hooks)
 
     def save_for_backward(self, *arrays):
         self.saved = arrays
@@ -254,42 +256,80 @@ def run_backward(root, grad=None, retain_graph=False):
                 f"backward(): grad has shape {tuple(grad.shape)} but the tensor "
                 f"has shape {tuple(root.shape)}")
 
+    stored = set()   # ids of arrays handed to a leaf: never hand one over twice
     if root._node is None:
-        root._accumulate_grad(grad, set())
+        _deliver(root, grad, stored)
         return
 
     sums = _GradientSums()
     sums.add(_sum_key(root), grad)
-    for node in topological_order(root._node):
-        if node.num_outputs == 1:
-            grads_out = (sums.take(node),)
-            if grads_out[0] is None:
-                continue
-        else:
-            grads_out = tuple(sums.take((node, i)) for i in range(node.num_outputs))
-            if all(g is None for g in grads_out):
-                continue
-        if node.freed:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time: its saved "
-                "values were freed after the first backward. Call "
-                "backward(retain_graph=True) the first time if you need to.")
-        if node.versions or node.modified_output is not None:
-            _check_unmodified(node)
-        input_grads = node.fn.backward(node, *grads_out)
-        if not isinstance(input_grads, tuple):
-            input_grads = (input_grads,)
-        if len(input_grads) != len(node.inputs):
-            raise RuntimeError(f"{node.fn.__name__}.backward returned {len(input_grads)} "
-                               f"gradients for its {len(node.inputs)} inputs")
-        for x, g in zip(node.inputs, input_grads, strict=True):
-            if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
-                sums.add(_sum_key(x), as_array(g))
-        if not retain_graph:
-            node.free()
-    stored = set()   # ids of arrays handed to a leaf: never hand one over twice
-    for leaf, g in sums.leaves():
-        leaf._accumulate_grad(g, stored)
+    order = topological_order(root._node)
+    for node, leaves in zip(order, _last_consumers(order), strict=True):
+        _run_node(node, sums, retain_graph)
+        for leaf in leaves:
+            leaf_grad = sums.take(leaf)
+            if leaf_grad is not None:
+                _deliver(leaf, leaf_grad, stored)
+
+
+def _last_consumers(order):
+    """For each node of ``order``, the leaves (that want a gradient) it is the last
+    node to feed: once it has run, their gradients are complete."""
+    last = {}
+    for node in order:
+        if not node.freed:
+            for x in node.inputs:
+                if isinstance(x, _tensor.Tensor) and x._node is None and x._requires_grad:
+                    last[x] = node
+    leaves = {}
+    for leaf, node in last.items():
+        leaves.setdefault(node, []).append(leaf)
+    return [leaves.get(node, ()) for node in order]
+
+
+def _run_node(node, sums, retain_graph):
+    """Apply one node's backward to the gradients summed at its outputs, and add
+    what it returns into its inputs' sums."""
+    if node.num_outputs == 1:
+        grads_out = (sums.take(node),)
+        if grads_out[0] is None:
+            return
+    else:
+        grads_out = tuple(sums.take((node, i)) for i in range(node.num_outputs))
+        if all(g is None for g in grads_out):
+            return
+    if node.freed:
+        raise RuntimeError(
+            "Trying to backward through the graph a second time: its saved "
+            "values were freed after the first backward. Call "
+            "backward(retain_graph=True) the first time if you need to.")
+    if node.versions or node.modified_output is not None:
+        _check_unmodified(node)
+    if node.output_hooks:
+        grads_out = tuple(g if g is None or i not in node.output_hooks
+                          else _hooks.run_grad_hooks(node.output_hooks[i], g)
+                          for i, g in enumerate(grads_out))
+    input_grads = node.fn.backward(node, *grads_out)
+    if not isinstance(input_grads, tuple):
+        input_grads = (input_grads,)
+    if len(input_grads) != len(node.inputs):
+        raise RuntimeError(f"{node.fn.__name__}.backward returned {len(input_grads)} "
+                           f"gradients for its {len(node.inputs)} inputs")
+    for x, g in zip(node.inputs, input_grads, strict=True):
+        if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
+            sums.add(_sum_key(x), as_array(g))
+    if not retain_graph:
+        node.free()
+
+
+def _deliver(leaf, grad, stored):
+    """A leaf's complete gradient: through its hooks, into ``leaf.grad``."""
+    if leaf._grad_hooks:
+        grad = _hooks.run_grad_hooks(leaf._grad_hooks, grad)
+    leaf._accumulate_grad(grad, stored)
+    if leaf._post_accumulate_hooks:
+        for hook in list(leaf._post_accumulate_hooks.values()):
+            hook(leaf)
 
 
 def _check_unmodified(node):
@@ -349,6 +389,3 @@ class _GradientSums:
         grad = self._sums.pop(key, None)
         self._owned.discard(id(grad))
         return grad
-
-    def leaves(self):
-        return [(k, g) for k, g in self._sums.items() if isinstance(k, _tensor.Tensor)]

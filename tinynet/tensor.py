@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import autograd
+from . import autograd, hooks
 from . import backend as _backend
 from .inplace import InPlaceMethods
 
@@ -39,8 +39,9 @@ def device_and_dtype(args, device=None, dtype=None):
 
 class Tensor(InPlaceMethods):
     # _version counts the in-place writes to this tensor (see tinynet.inplace).
+    # _grad_hooks / _post_accumulate_hooks: a leaf's hooks (tinynet.hooks), or None.
     __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "_version",
-                 "__weakref__")
+                 "_grad_hooks", "_post_accumulate_hooks", "__weakref__")
 
     # Make NumPy hand mixed expressions (ndarray + Tensor) over to Tensor.
     __array_ufunc__ = None
@@ -53,6 +54,7 @@ class Tensor(InPlaceMethods):
         self._node = None
         self._output = 0
         self._version = 0
+        self._grad_hooks = self._post_accumulate_hooks = None
         self._requires_grad = False
         self.requires_grad = requires_grad
 
@@ -76,6 +78,7 @@ class Tensor(InPlaceMethods):
         t._node = node
         t._output = output
         t._version = 0
+        t._grad_hooks = t._post_accumulate_hooks = None
         return t
 
     # ------------------------------------------------------------------ autograd
@@ -111,6 +114,15 @@ class Tensor(InPlaceMethods):
     def backward(self, grad=None, retain_graph: bool = False) -> None:
         """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
         autograd.run_backward(self, grad, retain_graph)
+
+    def register_hook(self, hook) -> "hooks.RemovableHandle":
+        """Call ``hook(grad)`` with this tensor's gradient once backward has it; a
+        Tensor it returns replaces the gradient. See :mod:`tinynet.hooks`."""
+        return hooks.add_grad_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook) -> "hooks.RemovableHandle":
+        """Call ``hook(self)`` (a leaf) once backward has added into ``self.grad``."""
+        return hooks.add_post_accumulate_grad_hook(self, hook)
 
     def _accumulate_grad(self, grad, stored: set) -> None:
         if grad.dtype != self.data.dtype:

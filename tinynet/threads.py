@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["set_num_threads", "get_num_threads", "apply_wait_policy"]
+__all__ = ["set_num_threads", "get_num_threads", "apply_wait_policy", "share_cores"]
 
 WAIT_POLICY_VARIABLE = "OMP_WAIT_POLICY"
 THREAD_COUNT_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
@@ -82,3 +82,13 @@ def set_num_threads(n: int) -> None:
     threadpool_limits(limits=n, user_api="blas")
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     _num_threads = n
+
+
+def share_cores(processes: int) -> None:
+    """Give each of ``processes`` processes on this machine its share of the cores
+    (at least one thread), unless the user chose a count (environment or
+    :func:`set_num_threads`). MPI ranks on one machine call it: each rank with a
+    thread per core would run ``processes`` times as many threads as cores.
+    ``torchrun`` likewise starts its workers with one thread each."""
+    if _num_threads is None and _count_from_environment() is None and processes > 1:
+        set_num_threads(max(1, _cores() // processes))

@@ -12,7 +12,7 @@
 * :mod:`~tinynet.data.dataset`: ``Dataset``, ``TensorDataset``, ``Subset``, ``random_split``;
 * :mod:`~tinynet.data.loader`: ``DataLoader``;
 * :mod:`~tinynet.data.sampler`: ``Sampler``, ``SequentialSampler``, ``RandomSampler``,
-  ``SubsetRandomSampler``, ``BatchSampler``;
+  ``SubsetRandomSampler``, ``BatchSampler``, ``DistributedSampler``;
 * :mod:`~tinynet.data.mnist`: ``MNIST``, ``load_mnist``, ``download_mnist``;
 * :mod:`~tinynet.data.idx`: reading and writing MNIST's IDX files;
 * :mod:`~tinynet.data.files`: atomic writes and verified downloads.
@@ -22,9 +22,17 @@ from .files import ChecksumError, DownloadError
 from .idx import MNISTFormatError, read_idx, write_idx
 from .loader import DataLoader
 from .mnist import MNIST, download_mnist, load_mnist
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
+from .sampler import (
+    BatchSampler,
+    DistributedSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+)
 
 __all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "default_collate",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "BatchSampler", "MNIST", "load_mnist", "download_mnist",
-           "MNISTFormatError", "DownloadError", "ChecksumError", "read_idx", "write_idx"]
+           "SubsetRandomSampler", "BatchSampler", "DistributedSampler", "MNIST", "load_mnist",
+           "download_mnist", "MNISTFormatError", "DownloadError", "ChecksumError", "read_idx",
+           "write_idx"]

@@ -18,15 +18,17 @@ Random samplers take a ``generator`` where PyTorch takes a ``torch.Generator``:
 from __future__ import annotations
 
 import itertools
+import math
 import numbers
 
 import numpy as np
 
+from .. import distributed
 from ..hyperparameters import check_count
 from .dataset import shuffle_generator
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "BatchSampler", "as_generator"]
+           "BatchSampler", "DistributedSampler", "as_generator"]
 
 
 def as_generator(where: str, generator) -> np.random.Generator | None:
@@ -44,6 +46,13 @@ def _check_flag(where: str, name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{where}: {name} must be a bool, got {type(value).__name__} {value!r}")
     return bool(value)
+
+
+def _check_integer(where: str, name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{where}: {name} must be an integer, got "
+                        f"{type(value).__name__} {value!r}")
+    return int(value)
 
 
 class Sampler:
@@ -143,3 +152,69 @@ class BatchSampler(Sampler):
     def __len__(self) -> int:
         full_batches, rest = divmod(len(self.sampler), self.batch_size)
         return full_batches + (1 if rest and not self.drop_last else 0)
+
+
+class DistributedSampler(Sampler):
+    """The share of ``dataset`` that one process (``rank``) of ``num_replicas``
+    trains on, as ``torch.utils.data.DistributedSampler``::
+
+        sampler = DistributedSampler(dataset)         # the process group's rank and size
+        loader = DataLoader(dataset, batch_size=32, sampler=sampler)
+        for epoch in range(epochs):
+            sampler.set_epoch(epoch)                  # else every epoch has the same order
+            for x, y in loader:
+                ...
+
+    Every rank lists the indices in the same order (shuffled by ``seed`` and the
+    epoch, or ``0 .. n-1``), makes the list a multiple of ``num_replicas`` long
+    (repeating indices from its start, or, with ``drop_last``, cutting its
+    tail), and takes every ``num_replicas``-th index from position ``rank`` on.
+    The shards are disjoint (apart from the repeats), of equal length, and
+    together cover the dataset (with ``drop_last``, all but the tail).
+
+    The shuffled order is ``numpy.random.default_rng(seed + epoch)``'s
+    permutation where PyTorch draws ``torch.randperm``: the same on every rank
+    for the same seed and epoch, but not PyTorch's numbers. With
+    ``shuffle=False`` the shards are PyTorch's, index for index.
+    """
+
+    def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False):
+        where = "DistributedSampler"
+        self.num_replicas = (distributed.get_world_size() if num_replicas is None
+                             else check_count(where, "num_replicas", num_replicas))
+        self.rank = distributed.get_rank() if rank is None else _check_integer(where, "rank", rank)
+        if not 0 <= self.rank < self.num_replicas:
+            raise ValueError(f"{where}: Invalid rank {self.rank}, rank should be in the "
+                             f"interval [0, {self.num_replicas - 1}]")
+        self.dataset = dataset
+        self.epoch = 0
+        self.shuffle = _check_flag(where, "shuffle", shuffle)
+        self.seed = check_count(where, "seed", seed, low=0)
+        self.drop_last = _check_flag(where, "drop_last", drop_last)
+        size = len(dataset)
+        if self.drop_last and size % self.num_replicas:
+            self.num_samples = math.ceil((size - self.num_replicas) / self.num_replicas)
+        else:
+            self.num_samples = math.ceil(size / self.num_replicas)
+        self.total_size = self.num_samples * self.num_replicas
+
+    def __iter__(self):
+        size = len(self.dataset)
+        if self.shuffle:
+            indices = np.random.default_rng(self.seed + self.epoch).permutation(size).tolist()
+        else:
+            indices = list(range(size))
+        if self.drop_last:
+            indices = indices[:self.total_size]
+        elif self.total_size > size:
+            padding = self.total_size - size
+            indices += (indices * math.ceil(padding / size))[:padding]
+        return iter(indices[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Shuffle the next epoch with ``seed + epoch``: call it before each epoch."""
+        self.epoch = check_count("DistributedSampler.set_epoch", "epoch", epoch, low=0)

@@ -1,5 +1,5 @@
 """Layers with PyTorch's names, shapes and defaults (``tinynet.nn``)."""
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import GELU, LogSoftmax, SiLU, Softmax
 from .embedding import Embedding
 from .layers import (
@@ -17,9 +17,11 @@ from .layers import (
 from .module import Module, ModuleList, Parameter, Sequential
 from .normalization import BatchNorm1d, LayerNorm, RMSNorm, StepwiseBatchNorm
 from .recurrent import LSTM, GateNorms, LSTMCell
+from .sync_batchnorm import SyncBatchNorm
 
 __all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "Linear",
            "ReLU", "Tanh", "Sigmoid", "Identity", "Flatten", "Dropout", "CrossEntropyLoss",
            "NLLLoss", "MSELoss", "LayerNorm", "RMSNorm", "BatchNorm1d", "StepwiseBatchNorm",
+           "SyncBatchNorm",
            "LSTMCell", "LSTM", "GateNorms",
-           "utils", "Softmax", "LogSoftmax", "GELU", "SiLU", "Embedding"]
+           "utils", "parallel", "Softmax", "LogSoftmax", "GELU", "SiLU", "Embedding"]

@@ -104,11 +104,17 @@ class _BatchNormBase(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
 
-    def _normalize(self, x, running_mean, running_var):
+    def _input_problem(self, x):
+        """What is wrong with input ``x`` for this layer, or None."""
         if x.ndim < 2 or x.shape[1] != self.num_features:
-            raise ValueError(
-                f"{type(self).__name__}({self.num_features}): expected input (N, "
-                f"{self.num_features}[, L]), got shape {tuple(x.shape)}")
+            return (f"{type(self).__name__}({self.num_features}): expected input (N, "
+                    f"{self.num_features}[, L]), got shape {tuple(x.shape)}")
+        return None
+
+    def _normalize(self, x, running_mean, running_var):
+        problem = self._input_problem(x)
+        if problem is not None:
+            raise ValueError(problem)
         use_batch_stats = self.training or running_mean is None
         if self.training and running_mean is not None:
             self.num_batches_tracked.data += 1
