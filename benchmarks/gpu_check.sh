@@ -68,7 +68,7 @@ timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider --rootdir "$repo" \
 tests=$(grep -E "passed|failed|error|skipped" "$work/tests.log" | tail -1 || true)
 
 timeout 120 "$PYTHON" "$repo/benchmarks/kernel_ladder.py" --gpu-only || status=$?
-timeout 150 "$PYTHON" "$repo/benchmarks/layernorm.py" --gpu-only || status=$?
+timeout 150 "$PYTHON" "$repo/benchmarks/layernorm.py" || status=$?
 # Where a small call's host time goes (the wall times above exceed the kernel times).
 timeout 60 "$PYTHON" "$repo/benchmarks/host_profile.py" --device cuda --shape 64 1024 --top 10 \
     || status=$?

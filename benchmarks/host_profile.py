@@ -2,19 +2,20 @@
 
     python benchmarks/host_profile.py [--device cpu|cuda] [--shape ROWS H] [--calls N] [--top K]
 
-On a GPU, a small batch costs more on the host than on the device: on the
-H200 a Numba CUDA forward at (32768, 1024) made its caller wait 478 µs for
-135 µs of GPU time, and the backward at (65536, 256) 1063 µs for 131 µs
-(benchmarks/layernorm.py --gpu-only). This runs ``layer_norm_forward`` and ``layer_norm_backward``
-of ``tinynet.kernels.cpu_3_pipelined`` or ``tinynet.kernels.cuda`` (float32, one thread)
-N times under cProfile and prints, per call: the time without the profiler,
-the profiled time by package (tinynet, numba, cupy, numpy, Python's own
-built-ins, other) and the functions with the most time of their own. cProfile
-adds about a microsecond to each Python call it records, so the shares say
-more than the absolute numbers. On a GPU the calls are queued and the device
-is synchronized once, after the last: the time is the host's. (With
-``NUMBA_ENABLE_CUDASIM=1``, ``--device cuda`` runs the simulator on NumPy
-arrays: a way to try this script without a GPU, nothing more.)
+On a GPU, a small batch costs more on the host than on the device: on the H200
+a Numba CUDA forward at (32768, 1024) made its caller wait 478 µs for 135 µs
+of GPU time, and the backward at (65536, 256) 1063 µs for 131 µs
+(benchmarks/layernorm.py). This runs ``layer_norm_forward`` and
+``layer_norm_backward`` of ``tinynet.kernels.cpu_5_typed`` (the top CPU rung)
+or ``tinynet.kernels.cuda`` (float32, one thread) N times under cProfile and
+prints, per call: the time without the profiler, the profiled time by package
+(tinynet, numba, cupy, numpy, Python's own built-ins, other) and the functions
+with the most time of their own. cProfile adds about a microsecond to each
+Python call it records, so the shares say more than the absolute numbers. On a
+GPU the calls are queued and the device is synchronized once, after the last:
+the time is the host's. (With ``NUMBA_ENABLE_CUDASIM=1``, ``--device cuda``
+runs the simulator on NumPy arrays: a way to try this script without a GPU,
+nothing more.)
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def kernel_calls(device: str, shape):
         from tinynet.kernels import cuda as kernels
         xp, synchronize = cupy, cupy.cuda.get_current_stream().synchronize
     else:
-        from tinynet.kernels import cpu_3_pipelined as kernels
+        from tinynet.kernels import cpu_5_typed as kernels
     x, gain, bias, dy = layer_norm_inputs(xp, shape)
     _, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)    # compiles
     kernels.layer_norm_backward(dy, x, mean, rstd, gain)

@@ -4,7 +4,8 @@
 device, rungs that each add one idea (``ladder`` names them and each device's
 default; docs/kernels.md is the lesson):
 
-* CPU: ``cpu_1_textbook``, ``cpu_2_vectorized``, ``cpu_3_pipelined``;
+* CPU: ``cpu_1_textbook``, ``cpu_2_vectorized``, ``cpu_3_pipelined``,
+  ``cpu_4_recycled``, ``cpu_5_typed``;
 * CUDA: ``cuda_1_block``, ``cuda_2_warp``, ``cuda`` (rows held in registers).
 
 Every rung exposes ``layer_norm_forward``/``layer_norm_backward`` (and, but for

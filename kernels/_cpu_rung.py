@@ -11,7 +11,8 @@ backward adds each chunk's Σ dy·x̂ and Σ dy into ``parts[chunk]`` (float64 z
 the chunks are fixed by the shape alone (:func:`chunk_count`) and added in
 order (:func:`add_chunks`) into ``gain_grads`` = (dgain, dbias), so that they
 are the same bits for any thread count. The input's size alone picks the
-serial or the parallel driver. (Numba's on-disk cache checks only the file of
+serial or the parallel driver. The outputs come from NumPy's allocator unless
+a rung passes another (:func:`kernel_functions`). (Numba's on-disk cache checks only the file of
 the function it caches: after editing this file, touch the rungs' files.)
 """
 from __future__ import annotations
@@ -29,14 +30,17 @@ __all__ = ["PARALLEL_MIN_ELEMENTS", "chunk_count", "add_chunks", "kernel_functio
 # 512 K elements, for the LayerNorm rungs and for the Adam step alike.
 PARALLEL_MIN_ELEMENTS = 1 << 19
 MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
-CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements
+CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements,
+PARTIALS_MAX_ELEMENTS = 1 << 18  # and at most this many float64 partial sums in all
 
 
 @njit(cache=True)
 def chunk_count(rows, H):
     """How many chunks of rows the gain gradients are summed in: a function of
     the shape alone, so that the result does not depend on the thread count."""
-    return max(1, min(rows, MAX_CHUNKS, rows * H // CHUNK_MIN_ELEMENTS))
+    by_work = rows * H // CHUNK_MIN_ELEMENTS
+    by_memory = PARTIALS_MAX_ELEMENTS // (2 * H)
+    return max(1, min(rows, MAX_CHUNKS, by_work, by_memory))
 
 
 @njit(cache=True)
@@ -51,10 +55,11 @@ def add_chunks(parts, gain_grads):
             gain_grads[i, j] = total
 
 
-def kernel_functions(forward_drivers, backward_drivers):
+def kernel_functions(forward_drivers, backward_drivers, empty_like=np.empty_like):
     """The four public kernels of a rung, from its (serial, parallel) drivers:
     ``layer_norm_forward, layer_norm_backward, rms_norm_forward, rms_norm_backward``,
-    with the calling convention of kernels/reference.py."""
+    with the calling convention of kernels/reference.py; y and dx come from
+    ``empty_like`` (an uninitialized C-order array of its argument's shape and dtype)."""
 
     def driver(drivers, x):
         serial, parallel = drivers
@@ -62,12 +67,12 @@ def kernel_functions(forward_drivers, backward_drivers):
 
     def run_forward(x, gain, bias, eps, centered):
         rows = x.shape[0]
-        y, mean, rstd = np.empty_like(x), np.empty(rows), np.empty(rows)
+        y, mean, rstd = empty_like(x), np.empty(rows), np.empty(rows)
         driver(forward_drivers, x)(x, gain, bias, eps, centered, y, mean, rstd)
         return y, mean, rstd
 
     def run_backward(dy, x, mean, rstd, gain, centered):
-        dx, gain_grads = np.empty_like(x), np.empty((2, x.shape[1]), x.dtype)
+        dx, gain_grads = empty_like(x), np.empty((2, x.shape[1]), x.dtype)
         parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
         driver(backward_drivers, x)(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads)
         return dx, gain_grads[0], gain_grads[1]

@@ -1,13 +1,13 @@
 """Recycled memory for the CPU kernels' large outputs (a tiny caching allocator).
 
-Why: on Linux, malloc serves a block of 32 MiB or more with fresh pages from
-the operating system and returns them on free, so *every* new array of that
-size pays a page fault per page and the kernel's zeroing of it before the first
-write. A LayerNorm of 32768 x 256 float32 numbers writes a 32 MiB output: on
-the machines this project is measured on, those faults cost about as much as
-the normalization itself (``benchmarks/layernorm.py`` times them as "fresh y").
-PyTorch's CUDA caching allocator and CuPy's memory pool exist for the same
-reason on GPUs.
+Why: on Linux, malloc serves a large block with pages just mapped from the
+operating system and unmaps them on free, so each array of that size pays a
+page fault per page, and the operating system's zeroing of it, before the first
+write. A LayerNorm of 4096 x 1024 or 32768 x 256 float32 numbers writes outputs
+of 16 or 32 MiB: there those faults cost about as much as the normalization
+itself (CPU rung 4, ``cpu_4_recycled``, against rung 3 in
+``benchmarks/kernel_ladder.py``). PyTorch's CUDA caching allocator and CuPy's
+memory pool exist for the same reason on GPUs.
 
 How: :func:`empty` lends the memory of a pooled buffer as a NumPy array whose
 ``base`` is a :class:`_Loan`. NumPy keeps the base alive for as long as any
@@ -15,8 +15,6 @@ array views the memory; when the last one dies, the loan's ``__del__`` puts the
 buffer back in the pool. So a buffer is handed out again only once nothing can
 see it any more. The pool keeps at most ``MAX_POOLED_BYTES`` of idle buffers;
 arrays below ``MIN_BYTES`` come straight from NumPy (malloc reuses those well).
-Lent arrays start on an ``ALIGNMENT``-byte boundary, as the kernels' streaming
-stores need (``_streaming_stores``).
 """
 from __future__ import annotations
 
@@ -25,8 +23,6 @@ import sys
 import threading
 
 import numpy as np
-
-from ._streaming_stores import ALIGNMENT
 
 MIN_BYTES = 1 << 20
 MAX_POOLED_BYTES = 1 << 28
@@ -62,15 +58,7 @@ def _take(nbytes: int) -> np.ndarray:
         if buffers:
             _idle_bytes -= nbytes
             return buffers.pop()
-    return _aligned_buffer(nbytes)
-
-
-def _aligned_buffer(nbytes: int) -> np.ndarray:
-    """``nbytes`` bytes that start on an ALIGNMENT boundary (a view of a
-    slightly larger array, which it keeps alive)."""
-    larger = np.empty(nbytes + ALIGNMENT - 1, np.uint8)
-    start = -larger.ctypes.data % ALIGNMENT
-    return larger[start:start + nbytes]
+    return np.empty(nbytes, np.uint8)
 
 
 def _give_back(buffer: np.ndarray) -> None:

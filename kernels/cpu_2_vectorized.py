@@ -28,7 +28,6 @@ from numba import njit, prange
 
 from ._compile import first_calls_noticed
 from ._cpu_rung import add_chunks, kernel_functions
-from ._noalias import NOALIAS
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
            "rms_norm_backward"]
@@ -98,7 +97,7 @@ def _gradient_sums(dy, x, gain, r, shift, offset):
     return sum_g, sum_g_centered
 
 
-@njit(**_EXACT, **NOALIAS)
+@njit(**_EXACT)
 def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
     H, as_dtype = x.shape[1], x.dtype.type
     shift = x[r, 0] if centered else as_dtype(0)
@@ -115,7 +114,7 @@ def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
 FLUSH_ROWS = 16
 
 
-@njit(**_EXACT, **NOALIAS)
+@njit(**_EXACT)
 def _backward_rows(r, dy, x, mean, rstd, gain, centered, dx, recent):
     H, as_dtype = x.shape[1], x.dtype.type
     shift = x[r, 0] if centered else as_dtype(0)

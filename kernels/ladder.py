@@ -47,7 +47,11 @@ LADDERS = {
         Rung("vectorized", "tinynet.kernels.cpu_2_vectorized",
              "row sums the compiler may reorder, so that it vectorizes them"),
         Rung("pipelined", "tinynet.kernels.cpu_3_pipelined",
-             "vectorized block sums, software-pipelined passes, streaming stores, prefetch",
+             "fewer passes over a row: the loop that finishes a row starts the next"),
+        Rung("recycled", "tinynet.kernels.cpu_4_recycled",
+             "outputs in pooled memory, whose pages are already mapped"),
+        Rung("typed", "tinynet.kernels.cpu_5_typed",
+             "drivers typed exactly, checking their arguments in compiled code",
              ("layer_norm_forward", "layer_norm_backward")),
     ),
     "cuda": (

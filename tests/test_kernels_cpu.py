@@ -1,15 +1,12 @@
-"""CPU rung 3 (tinynet.kernels.cpu_3_pipelined) and the Adam kernel (cpu_adam)
-against the NumPy reference, the spec: the rung's own machinery (drivers, streaming,
-prefetch); tests/test_kernel_ladder.py runs every rung on the common cases."""
-import re
-
-import numba
+"""CPU rung 5 (tinynet.kernels.cpu_5_typed) and the Adam kernel (cpu_adam)
+against the NumPy reference, the spec: the rung's own machinery (typed drivers
+that check their arguments, the serial and parallel drivers);
+tests/test_kernel_ladder.py runs every rung on the common cases."""
 import numpy as np
 import pytest
 
-from tinynet.kernels import _recycling, cpu_adam, reference
-from tinynet.kernels import cpu_3_pipelined as cpu
-from tinynet.kernels._streaming_stores import rows_are_aligned
+from tinynet.kernels import cpu_5_typed as cpu
+from tinynet.kernels import cpu_adam, reference
 
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}
 EPS = 1e-5
@@ -74,136 +71,9 @@ def test_serial_and_parallel_drivers_agree(shape, monkeypatch):
         assert_close(parallel, serial, 1e-6)
 
 
-def run_drivers(x, gain, bias, dy, streaming, ahead_rows=0):
-    """The parallel forward and backward drivers (the serial ones neither stream
-    nor prefetch) run directly, on outputs lent by the pool (aligned rows, if
-    large enough, as streaming stores need) and first filled with NaN, so that
-    a missed element shows."""
-    rows, H = x.shape
-    y, dx = _recycling.empty(x.shape, x.dtype), _recycling.empty(x.shape, x.dtype)
-    assert not streaming or (rows_are_aligned(y) and rows_are_aligned(dx))
-    y.fill(np.nan)
-    dx.fill(np.nan)
-    statistics, gain_grads = np.empty((2, rows)), np.empty((2, H), x.dtype)
-    assert cpu._forward_parallel(x, gain, bias, EPS, y, statistics[0], statistics[1],
-                                 streaming, ahead_rows)
-    assert cpu._backward_parallel(dy, x, statistics[0], statistics[1], gain, dx, gain_grads,
-                                  streaming, ahead_rows)
-    return y, statistics, dx, gain_grads
-
-
-def assert_same_bits(expected, actual):
-    """Two run_drivers results are the same bits, and every y and dx was written."""
-    assert np.all(np.isfinite(expected[0])) and np.all(np.isfinite(expected[2]))
-    for a, b in zip(expected, actual, strict=True):
-        np.testing.assert_array_equal(a, b)
-
-
-@pytest.mark.parametrize("dtype, shape", [
-    (np.float32, (1100, 256)), (np.float64, (40, 4096)),
-    # rows of 3 and 5 cache lines: the vector loop leaves a tail of each row
-    (np.float32, (6000, 48)), (np.float64, (4000, 40)),
-], ids=lambda v: np.dtype(v).name if isinstance(v, type) else str(v))
-def test_streaming_stores_write_the_same_bits_as_ordinary_ones(dtype, shape):
-    x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset=3.0)
-    ordinary = run_drivers(x, gain, bias, dy, streaming=False)
-    streamed = run_drivers(x, gain, bias, dy, streaming=True)
-    assert_same_bits(ordinary, streamed)
-
-
-def test_only_large_outputs_with_aligned_rows_are_streamed(monkeypatch):
-    monkeypatch.setattr(cpu, "STREAMING_MIN_BYTES", 1 << 20)
-    assert cpu._streams(_recycling.empty((1024, 256), np.float32))
-    assert not cpu._streams(_recycling.empty((1023, 256), np.float32))     # too small
-    assert not cpu._streams(_recycling.empty((1024, 260), np.float32))     # rows of 1040 bytes
-    flat = _recycling.empty((1024 * 256 + 1,), np.float32)
-    assert not cpu._streams(flat[1:].reshape(1024, 256))                  # starts 4 bytes in
-
-
-@pytest.mark.parametrize("shape", [(300, 256), (2000, 33), (17, 4096)], ids=str)
-def test_kernels_with_streaming_stores_match_the_reference(shape, monkeypatch):
-    """With the threshold at 0, every output of the parallel driver with aligned
-    rows is streamed."""
-    monkeypatch.setattr(cpu, "STREAMING_MIN_BYTES", 0)
-    x, gain, bias, dy = layer_norm_inputs(shape, np.float32, offset=3.0)
-    assert_matches_reference(x, gain, bias, dy, RTOL[np.float32])
-
-
-@pytest.mark.parametrize("dtype, shape, ahead_rows", [
-    (np.float32, (300, 256), 4), (np.float64, (70, 40), 25),
-    (np.float32, (9, 1000), 1), (np.float32, (3, 16), 8),   # further ahead than the chunk
-], ids=str)
-def test_prefetch_changes_no_bit(dtype, shape, ahead_rows):
-    x, gain, bias, dy = layer_norm_inputs(shape, dtype, offset=3.0)
-    plain = run_drivers(x, gain, bias, dy, streaming=False)
-    prefetched = run_drivers(x, gain, bias, dy, streaming=False, ahead_rows=ahead_rows)
-    assert_same_bits(prefetched, plain)
-
-
-def test_only_large_inputs_with_short_rows_are_prefetched_on_one_thread(monkeypatch):
-    monkeypatch.setattr(cpu, "PREFETCH_MIN_BYTES", 1 << 20)
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        rows = cpu._prefetch_rows
-        assert rows(np.empty((1024, 256), np.float32), 1) == 4        # 1 KB rows, 4 KB ahead
-        assert rows(np.empty((1024, 256), np.float32), 2) == 4        # dy and x: 2 KB a row
-        assert rows(np.empty((512, 512), np.float32), 1) == 2
-        assert rows(np.empty((512, 512), np.float32), 2) == 0         # 4 KB a row
-        assert rows(np.empty((512, 256), np.float64), 1) == 2
-        assert rows(np.empty((1 << 16, 4), np.float32), 2) == 256     # rows of 16 bytes
-        assert rows(np.empty((1023, 256), np.float32), 1) == 0        # too small
-        assert rows(np.empty((256, 1024), np.float32), 1) == 0        # rows over 2 KB
-        if before > 1:
-            numba.set_num_threads(2)
-            assert rows(np.empty((1024, 256), np.float32), 1) == 0    # two threads
-    finally:
-        numba.set_num_threads(before)
-
-
-def test_prefetch_reaches_llvm():
-    """kernels._prefetch.prefetch becomes LLVM's prefetch, a read into L2."""
-    from numba import njit
-
-    from tinynet.kernels._prefetch import prefetch
-
-    @njit
-    def ask_for_row(a, r):
-        prefetch(a, r, 0)
-
-    ask_for_row(np.zeros((4, 16)), 2)
-    llvm = next(iter(ask_for_row.inspect_llvm().values()))
-    assert "@llvm.prefetch" in llvm
-    assert re.search(r"call void @llvm\.prefetch[.\w]*\(ptr [^,]+, i32 0, i32 2, i32 1\)", llvm)
-
-
-def test_noalias_option_marks_the_array_arguments_for_llvm():
-    """@njit(**NOALIAS) (kernels._noalias), which the row loops use, reaches LLVM:
-    the array arguments' pointers are marked noalias, which they are not without it."""
-    from tinynet.kernels._noalias import NOALIAS
-    assert NOALIAS == {"noalias": True}
-
-    def double_into(out, a):
-        for i in range(a.size):
-            out[i] = 2 * a[i]
-
-    def noalias_marks(compiled):
-        a, out = np.arange(5.0), np.empty(5)
-        compiled(out, a)
-        np.testing.assert_array_equal(out, 2 * a)
-        llvm = compiled.inspect_llvm(compiled.signatures[0])
-        define = next(line for line in llvm.splitlines()
-                      if line.startswith("define") and "double_into" in line)
-        return define.count("noalias")
-
-    marked, plain = numba.njit(**NOALIAS)(double_into), numba.njit(double_into)
-    assert noalias_marks(marked) > noalias_marks(plain)
-
-
 @pytest.mark.parametrize("shape", [(64, 128), (3, 4097)], ids=str)
 def test_the_same_array_may_be_passed_as_dy_and_x(shape):
-    """Arrays the kernels only read may share memory (the noalias promise is
-    about the arrays they write)."""
+    """Arrays the kernels only read may share memory."""
     x, gain, bias, _ = layer_norm_inputs(shape, np.float64, offset=3.0)
     assert_matches_reference(x, gain, bias, x, RTOL[np.float64])
 
@@ -365,10 +235,10 @@ def test_the_forward_drivers_refuse_arguments_that_do_not_fit(misfit, parallel):
         arguments["eps"] = -EPS if misfit == "eps < 0" else np.nan
     else:
         arguments[misfit] = arguments[misfit][..., :-1].copy()
-    driver, plan = (cpu._forward_parallel, (False, 0)) if parallel else (cpu._forward_serial, ())
-    assert not driver(*arguments.values(), *plan)
+    driver = cpu._forward_parallel if parallel else cpu._forward_serial
+    assert not driver(*arguments.values())
     assert np.all(np.isnan(arguments["mean"]))                # nothing was written
-    assert driver(*forward_driver_arguments(x, gain, bias).values(), *plan)  # the test can fail
+    assert driver(*forward_driver_arguments(x, gain, bias).values())      # the test can fail
 
 
 @pytest.mark.parametrize("misfit", ["dy", "mean", "rstd", "gain", "dx", "gain_grads"])
@@ -400,13 +270,6 @@ def test_statistics_of_another_dtype_are_converted():
                                         rstd.astype(np.float64), gain)
     for a, b in zip(cpu.layer_norm_backward(dy, x, mean, rstd, gain), converted, strict=True):
         np.testing.assert_array_equal(a, b)
-
-
-def test_the_serial_drivers_never_see_outputs_to_stream_or_inputs_to_prefetch():
-    """The serial drivers have no streaming stores and no prefetch: they only
-    ever get inputs below PARALLEL_MIN_ELEMENTS, of 8 bytes an element at most."""
-    largest = cpu.PARALLEL_MIN_ELEMENTS * 8
-    assert largest < cpu.STREAMING_MIN_BYTES and largest < cpu.PREFETCH_MIN_BYTES
 
 
 def adam_state(shape, dtype, seed=0):

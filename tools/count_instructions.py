@@ -9,7 +9,7 @@ public function (Python side included) and the Numba driver alone; their
 difference is the Python side. It counts the ``tinynet`` that Python imports
 (``make venv`` installs this checkout, editable). Fewer instructions is not
 always less time (a memory-bound kernel waits for memory, not for
-instructions), so confirm a change with ``benchmarks/layernorm.py`` too.
+instructions), so confirm a change with ``benchmarks/kernel_ladder.py`` too.
 
 Needs valgrind with its headers (Debian: ``apt install valgrind``) and a C
 compiler, for the three-line helper that switches counting on and off around
@@ -41,7 +41,7 @@ def child(what: str, rows: int, H: int, calls: int, helper: str) -> None:
 
     import numpy as np
 
-    from tinynet.kernels import cpu_3_pipelined as cpu
+    from tinynet.kernels import cpu_5_typed as cpu
     from tinynet.kernels._recycling import empty_like
 
     rng = np.random.default_rng(0)
@@ -49,19 +49,15 @@ def child(what: str, rows: int, H: int, calls: int, helper: str) -> None:
     gain, bias = (rng.standard_normal(H).astype(np.float32) for _ in range(2))
     y, mean, rstd = cpu.layer_norm_forward(x, gain, bias, 1e-5)
     dx, gain_grads = empty_like(x), np.empty((2, H), np.float32)
-    # the driver that layer_norm_forward/backward pick, with the plan they give it
+    # the drivers that layer_norm_forward/backward pick
     forward, backward = (cpu._forward_serial, cpu._backward_serial)
-    plan = back_plan = ()
     if cpu._use_parallel(x.size):
         forward, backward = (cpu._forward_parallel, cpu._backward_parallel)
-        plan = (cpu._streams(y), cpu._prefetch_rows(x, 1))
-        back_plan = (cpu._streams(dx), cpu._prefetch_rows(x, 2))
     call = {
         "forward": lambda: cpu.layer_norm_forward(x, gain, bias, 1e-5),
         "backward": lambda: cpu.layer_norm_backward(dy, x, mean, rstd, gain),
-        "forward driver": lambda: forward(x, gain, bias, 1e-5, y, mean, rstd, *plan),
-        "backward driver": lambda: backward(dy, x, mean, rstd, gain, dx, gain_grads,
-                                            *back_plan),
+        "forward driver": lambda: forward(x, gain, bias, 1e-5, y, mean, rstd),
+        "backward driver": lambda: backward(dy, x, mean, rstd, gain, dx, gain_grads),
     }[what]
     call()                                          # compile or load, warm up
     counter = ctypes.CDLL(helper)
