@@ -11,7 +11,7 @@ export TINYNET_DATA ?= $(if $(wildcard ../shared/data/mnist),$(abspath ../shared
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,plot,mpi]'
+	$(PY) -m pip install -q -e '.[test,plot,mpi,viz]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -31,6 +31,7 @@ bench: venv
 	$(PY) benchmarks/threads.py
 	$(PY) benchmarks/first_use.py
 	$(PY) benchmarks/kernel_ladder.py --cpu-only
+	$(PY) benchmarks/allreduce.py
 	$(PY) benchmarks/host_profile.py
 
 clean:

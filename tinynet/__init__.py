@@ -8,7 +8,9 @@ Its subject is Layer Normalization (Ba, Kiros & Hinton, 2016). The pieces:
 * :mod:`tinynet.kernels`: the LayerNorm kernels (NumPy reference, Numba CPU/CUDA);
 * :mod:`tinynet.threads`: how many threads the computations use, and how idle ones wait;
 * :mod:`tinynet.distributed`: torch.distributed's collectives over MPI (mpi4py is
-  imported when a program joins a process group, not here).
+  imported when a program joins a process group, not here);
+* :mod:`tinynet.viz`: the autograd graph as Graphviz DOT text or a picture (the
+  graphviz package is imported when a picture is drawn, not here).
 """
 from . import threads
 
@@ -18,7 +20,7 @@ from . import backend
 from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
 
 # isort: split
-from . import data, distributed, nn, optim, testing
+from . import data, distributed, nn, optim, testing, viz
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import cuda_is_available, get_array_module, use_kernels, use_reference_kernels
 from .creation import (
@@ -86,7 +88,7 @@ from .threads import get_num_threads, set_num_threads
 
 __all__ = [
     # modules
-    "backend", "data", "distributed", "nn", "optim", "testing", "threads",
+    "backend", "data", "distributed", "nn", "optim", "testing", "threads", "viz",
     # the Tensor, autograd's modes
     "Tensor", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     # devices and kernels
