@@ -10,16 +10,20 @@ loader finds no MNIST there, so it returns the sample bundled with tinynet. Othe
 (```sh, ```bash, ```console, ```text, plain ```) are not run.
 
 How a block runs can be said in an HTML comment on the line just before its fence
-(Markdown renderers do not show it); ``gpu`` and ``mnist=N`` can be combined with a comma:
+(Markdown renderers do not show it); ``gpu``, ``graphviz`` and ``mnist=N`` combine with commas:
 
     <!-- doctest: skip (needs two MPI processes) -->   not run; the report gives the reason
     <!-- doctest: gpu -->          run only where a CUDA GPU is present, skipped elsewhere
+    <!-- doctest: graphviz -->     run only where tinynet.viz.draw can render (the graphviz
+                                   package and the dot program), skipped elsewhere
     <!-- doctest: mnist=400 -->    MNIST is the first 400 training and 400 test images of
                                    the bundled sample (for blocks that train on it)
 """
 from __future__ import annotations
 
+import importlib.util
 import re
+import shutil
 import textwrap
 import traceback
 from dataclasses import dataclass, field
@@ -62,13 +66,13 @@ def read_options(text: str) -> dict:
     options = {}
     for option in filter(None, (part.strip() for part in text.split(","))):
         size = MNIST_SIZE.fullmatch(option)
-        if option == "gpu":
-            options["gpu"] = True
+        if option in ("gpu", "graphviz"):
+            options[option] = True
         elif size:
             options["mnist"] = int(size["size"])
         else:
             return {"error": f"doctest comment {text!r}: cannot read {option!r}; the options "
-                             "are 'skip (reason)', 'gpu' and 'mnist=N'"}
+                             "are 'skip (reason)', 'gpu', 'graphviz' and 'mnist=N'"}
     return options
 
 
@@ -132,6 +136,9 @@ def skip_reason(block: Block) -> str | None:
         return block.options["skip"]
     if block.options.get("gpu") and not tinynet.cuda_is_available():
         return "needs a CUDA GPU"
+    if block.options.get("graphviz") and (importlib.util.find_spec("graphviz") is None
+                                          or shutil.which("dot") is None):
+        return "needs the graphviz package and Graphviz's dot program (tinynet[viz])"
     return None
 
 
