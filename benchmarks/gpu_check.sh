@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# The GPU checks in one go (a few minutes): the CUDA kernel tests on the GPU
-# (simulator off), then the kernel ladder's GPU table, the GPU benchmark and a
-# profile of the host side of a small call; a short summary table comes last.
+# The GPU checks in one go (under 10 minutes): the CUDA kernel tests on the GPU
+# (simulator off), then the kernel ladder's GPU table, the GPU benchmark, a
+# profile of the host side of a small call, the three training scripts' median
+# step times on the GPU and on the CPU, and a profile of GPU training; a short
+# summary table comes last, one line per part and per measurement. A part that
+# fails is marked there, and the parts after it still run.
+#
+# Time, estimated for an H200 machine: the parts before the training runs take
+# at most their limits, 90 + 150 + 120 + 150 + 60 s, and usually less; the nine
+# training runs take 10-30 s each (start-up, data, compiling the kernels, then a
+# few seconds of steps): 6-9 minutes in all. Every part after the tests gets at
+# most what is left of 9.5 minutes from the start, and is skipped when that is
+# spent, so that the whole stays under 10 minutes.
 #
 #   bash benchmarks/gpu_check.sh            # from anywhere; PYTHON=... to choose Python
 #   bash benchmarks/gpu_check.sh --sweep    # also benchmarks/gpu_launch_sweep.py
@@ -15,6 +25,7 @@
 # Python runs outside the checkout, where its tinynet/ (no kernels/) would
 # otherwise shadow that folder.
 set -euo pipefail
+deadline=$((SECONDS + 570))              # 9.5 minutes from now
 sweep=0
 [[ ${1:-} == --sweep ]] && sweep=1
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +65,8 @@ fi
 # so that the tests' time limit is spent on the GPU. Should this fail, the
 # test that needs them will say why.
 start=$SECONDS
-if timeout 90 "$PYTHON" -c 'import tinynet.kernels.cpu_2_vectorized, tinynet.kernels.cpu_3_pipelined'; then
+cpu_kernels='import tinynet.kernels.cpu_2_vectorized, tinynet.kernels.cpu_3_pipelined'
+if timeout 90 "$PYTHON" -c "$cpu_kernels"; then
     echo "gpu_check: CPU kernels compiled or loaded in $((SECONDS - start)) s"
 else
     echo "gpu_check: the CPU kernels did not compile within 90 s; going on" >&2
@@ -67,16 +79,84 @@ timeout 150 "$PYTHON" -m pytest -q -p no:cacheprovider --rootdir "$repo" \
     | tee "$work/tests.log" || status=$?
 tests=$(grep -E "passed|failed|error|skipped" "$work/tests.log" | tail -1 || true)
 
-timeout 120 "$PYTHON" "$repo/benchmarks/kernel_ladder.py" --gpu-only || status=$?
-timeout 150 "$PYTHON" "$repo/benchmarks/layernorm.py" || status=$?
+summary=("| CUDA kernel tests | ${tests:-did not finish} |")
+
+# part NAME SECONDS COMMAND...: run COMMAND for at most SECONDS (fewer when the
+# deadline is near), its output shown and kept in $work/NAME.log. A failure is
+# recorded in the summary and the exit status; the next parts run all the same.
+part() {
+    local name=$1 seconds=$2 rc=0
+    shift 2
+    local left=$((deadline - SECONDS))
+    if (( left < seconds )); then seconds=$left; fi
+    if (( seconds < 10 )); then
+        summary+=("| $name | skipped: no time left |")
+        status=1
+        return
+    fi
+    printf '\ngpu_check: %s\n' "$name"
+    timeout -k 10 "$seconds" "$@" 2>&1 | tee "$work/$name.log" || rc=$?
+    if (( rc == 124 )); then
+        summary+=("| $name | timed out after $seconds s |")
+    elif (( rc != 0 )); then
+        summary+=("| $name | failed (exit status $rc) |")
+    fi
+    if (( rc != 0 )); then status=$rc; fi
+}
+
+part kernel-ladder 120 "$PYTHON" "$repo/benchmarks/kernel_ladder.py" --gpu-only
+part layernorm-benchmark 150 "$PYTHON" "$repo/benchmarks/layernorm.py"
 # Where a small call's host time goes (the wall times above exceed the kernel times).
-timeout 60 "$PYTHON" "$repo/benchmarks/host_profile.py" --device cuda --shape 64 1024 --top 10 \
-    || status=$?
+part host-profile 60 "$PYTHON" "$repo/benchmarks/host_profile.py" --device cuda \
+    --shape 64 1024 --top 10
 if (( sweep )); then
-    timeout 120 "$PYTHON" "$repo/benchmarks/gpu_launch_sweep.py" || status=$?
+    part launch-sweep 120 "$PYTHON" "$repo/benchmarks/gpu_launch_sweep.py"
 fi
 
-printf '\n| GPU check | result |\n|-----------|--------|\n'
-printf '| CUDA kernel tests | %s |\n' "${tests:-did not finish}"
+# The median step that a training run prints ("median step 1.23 ms"), in ms.
+median_ms() {
+    { grep -o 'median step [0-9.]* ms' "$work/$1.log" 2>/dev/null || true; } \
+        | tail -n 1 | cut -d' ' -f3
+}
+
+# steps NAME SCRIPT ARGS...: the script's median step on cuda, then on cpu, and the ratio.
+steps() {
+    local name=$1 script=$2 gpu cpu ratio
+    shift 2
+    part "$name-cuda" 90 "$PYTHON" "$repo/examples/$script" "$@" --device cuda
+    part "$name-cpu" 90 "$PYTHON" "$repo/examples/$script" "$@" --device cpu
+    gpu=$(median_ms "$name-cuda")
+    cpu=$(median_ms "$name-cpu")
+    ratio=$(awk -v c="$cpu" -v g="$gpu" \
+        'BEGIN { if (c > 0 && g > 0) printf "%.1f", c / g; else print "-" }')
+    summary+=("| $name median step | cuda ${gpu:-?} ms, cpu ${cpu:-?} ms, cpu/cuda $ratio |")
+}
+
+# Training end to end, briefly: the data goes to the device once, then the steps are
+# timed. LN everywhere; 50 steps, but 500 at batch 4.
+mlp=(--norm layer --curve-points 1 --no-progress)
+steps mnist_mlp-batch128 mnist_mlp.py "${mlp[@]}" --batch-size 128 --examples 6400
+steps mnist_mlp-batch4 mnist_mlp.py "${mlp[@]}" --batch-size 4 --examples 2000
+steps ln_lstm-batch64 ln_lstm.py --task mnist --norm layer --steps 50 --eval-every 50 \
+    --eval-images 1000 --no-progress
+# One configuration in one worker process, which computes on one thread (the cpu column).
+steps sweep-batch128 batch_size_sweep.py --norms layer --batch-sizes 128 --seeds 0 \
+    --examples 6400 --workers 1 --out "$work/sweep"
+
+# Where GPU training spends the host's time, 500 steps at batch 4. The second table
+# counts the calls that bring values to the host (item, get, asnumpy, tolist) or wait
+# for the device: with the data on the GPU, compare their counts with the 500 steps.
+part training-profile 90 "$PYTHON" -m cProfile -o "$work/training.prof" \
+    "$repo/examples/mnist_mlp.py" "${mlp[@]}" --batch-size 4 --examples 2000 --device cuda
+if [[ -s $work/training.prof ]]; then
+    part training-profile-table 30 "$PYTHON" -c 'import pstats, sys
+stats = pstats.Stats(sys.argv[1]).sort_stats("tottime")
+stats.print_stats(25)
+stats.print_stats("asnumpy|tolist|synchronize|.item.|.get.")' "$work/training.prof"
+fi
+
+echo
+printf '| GPU check | result |\n|-----------|--------|\n'
+printf '%s\n' "${summary[@]}"
 printf '| exit status | %s |\n' "$status"
 exit "$status"

@@ -15,6 +15,9 @@ parent process writes results: each finished run is appended to
 ``OUT/results.jsonl`` at once (atomically), and a re-run skips what is already
 there: an interrupted sweep loses only the runs in flight. At the end it prints
 a table and writes ``OUT/sweep.csv`` and, with matplotlib, ``OUT/figure6.png``.
+
+``--device cuda`` trains every configuration on the GPU (see
+examples/mnist_mlp.py); each finished run prints its median step time.
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ PRESETS = {
     "paper": dict(norms=["none", "batch", "layer"], batch_sizes=[4, 8, 16, 32, 64, 128],
                   seeds=[0, 1], examples=55_000, curve_points=8),
 }
-KEY_FIELDS = ("norm", "batch_size", "seed", "budget", "data")
+KEY_FIELDS = ("norm", "batch_size", "seed", "budget", "data", "device")
 MPI_LAUNCH = "mpiexec -n N python -m mpi4py.futures examples/batch_size_sweep.py --executor mpi ..."
 MPI_USAGE = (f"On MPI, N ranks: rank 0 runs the sweep, the N-1 others are its workers:\n"
              f"  {MPI_LAUNCH}\n  {MPI_LAUNCH.replace('mpiexec', 'srun')}")
@@ -54,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", nargs="+", type=int)
     parser.add_argument("--examples", type=int, help="examples seen per run")
     parser.add_argument("--data", help="MNIST directory (default: as the MNIST loader)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where every run trains; cuda needs CuPy (pip install "
+                             "'tinynet[cuda12]'). With --executor local all the workers share "
+                             "the one GPU, each with a CUDA context of its own; with "
+                             "--executor mpi each rank uses GPU 0 of its machine")
     parser.add_argument("--executor", choices=["local", "mpi"], default="local",
                         help="local: processes on this machine; mpi: the ranks of an MPI launch "
                              "of mpi4py.futures (see below)")
@@ -68,7 +76,7 @@ def plan(args) -> list[dict]:
     preset = PRESETS[args.preset]
     pick = lambda name: getattr(args, name) or preset[name]  # noqa: E731
     return [dict(norm=n, batch_size=b, seed=s, budget=pick("examples"),
-                 curve_points=preset["curve_points"])
+                 curve_points=preset["curve_points"], device=args.device)
             for b in pick("batch_sizes") for n in pick("norms") for s in pick("seeds")]
 
 
@@ -77,7 +85,7 @@ def run_one(job: dict) -> dict:
     import mnist_mlp
     argv = ["--norm", job["norm"], "--batch-size", str(job["batch_size"]),
             "--seed", str(job["seed"]), "--examples", str(job["budget"]),
-            "--curve-points", str(job["curve_points"])]
+            "--curve-points", str(job["curve_points"]), "--device", job["device"]]
     if job.get("data"):
         argv += ["--data", job["data"]]
     args = mnist_mlp.build_parser().parse_args(argv)
@@ -100,6 +108,7 @@ def append_result(path, result: dict) -> None:
 
 
 def _key(record) -> tuple:
+    record = {"device": "cpu", **record}      # results.jsonl lines from before --device: cpu
     return tuple(record[k] for k in KEY_FIELDS)
 
 
@@ -143,6 +152,7 @@ def make_executor(args) -> tuple[concurrent.futures.Executor, int]:
 
 
 def run_sweep(args) -> list[dict]:
+    import mnist_mlp
     executor, workers = make_executor(args)        # first: a wrong launch fails before any work
     from tinynet.data import load_mnist
     source = "bundled sample" if load_mnist(args.data, train=False).is_sample else "full MNIST"
@@ -160,7 +170,8 @@ def run_sweep(args) -> list[dict]:
             result = run.result()
             append_result(results_path, result)           # here in the parent, never in a worker
             print(f"  done: {result['norm']:>5} norm, batch {result['batch_size']:>3}, seed "
-                  f"{result['seed']}: test error {100 * result['test_error']:.2f}% "
+                  f"{result['seed']}: test error {100 * result['test_error']:.2f}%, "
+                  f"{mnist_mlp.format_step(result['median_step_seconds'])} "
                   f"({time.perf_counter() - started:.0f} s)", flush=True)
     except BaseException:                   # interrupted: start no more runs, stop those in flight
         executor.shutdown(wait=False, cancel_futures=True)
@@ -249,7 +260,10 @@ def plot(path, rows, results) -> bool:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    import mnist_mlp
+    mnist_mlp.check_device(parser, args.device)    # before any worker starts
     results = run_sweep(args)
     if not results:
         print("no results")

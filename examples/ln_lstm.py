@@ -16,19 +16,25 @@ time step up to T and must reuse the last ones beyond it; the LN-LSTM has no
 such state, by design.
 
 ``--norm all`` trains the three cells one after another and plots their curves.
+
+``--device cuda`` trains on the GPU (CuPy): the MNIST images go there once,
+and the adding problem's sequences are drawn there, from CuPy's generator
+(other numbers than the CPU's). The script prints each model's median step
+time (forward, backward, update) and records it in the result.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
 import numpy as np
 
 import tinynet
-from tinynet.data import DataLoader, load_mnist
+from tinynet.data import DataLoader, TensorDataset, load_mnist
 from tinynet.models import NORMS, SequenceClassifier
 from tinynet.nn import functional as F
 from tinynet.serialization import atomic_write
@@ -48,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="test images used for the accuracy curve (mnist)")
     parser.add_argument("--length", type=int, default=30, help="training length T (adding)")
     parser.add_argument("--data", help="MNIST directory (default: as the MNIST loader)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cuda: train on the GPU, which needs CuPy "
+                        "(pip install 'tinynet[cuda12]')")
     parser.add_argument("--out", help="directory for result.json (and curves.png with --norm all)")
     parser.add_argument("--no-progress", action="store_true")
     return parser
@@ -59,8 +68,14 @@ class SequentialMNIST:
     """Images as sequences of 28 rows; the score is test accuracy."""
 
     def __init__(self, args):
-        self.train = load_mnist(args.data, train=True, flatten=False)
-        self.test = load_mnist(args.data, train=False, flatten=False)
+        train = load_mnist(args.data, train=True, flatten=False)
+        test = load_mnist(args.data, train=False, flatten=False)
+        # On the device once (on the CPU, the arrays themselves): the loader gathers
+        # each batch there.
+        self.train = TensorDataset(*(tinynet.from_numpy(a).to(args.device)
+                                     for a in train.arrays))
+        self.test_images, self.test_labels = (tinynet.from_numpy(a).to(args.device)
+                                              for a in test.arrays)
         self.loader = DataLoader(self.train, batch_size=args.batch_size, shuffle=True,
                                  drop_last=True, seed=args.seed)
         self.eval_images = args.eval_images
@@ -81,13 +96,12 @@ class SequentialMNIST:
 
     @tinynet.no_grad()
     def score(self, model, count=None):
-        images, labels = self.test.arrays
-        count = len(labels) if count is None else count
+        count = self.test_labels.shape[0] if count is None else count
         correct = 0
         for start in range(0, count, 1000):
             stop = min(start + 1000, count)
-            logits = model(tinynet.tensor(images[start:stop]))
-            correct += int((logits.argmax(dim=1).numpy() == labels[start:stop]).sum())
+            logits = model(self.test_images[start:stop])
+            correct += (logits.argmax(dim=1) == self.test_labels[start:stop]).sum().item()
         return correct / count
 
     def curve_point(self, model):
@@ -98,26 +112,32 @@ class SequentialMNIST:
 
 
 class AddingProblem:
-    """Sum of the two marked numbers of a sequence; the score is the mean squared error."""
+    """Sum of the two marked numbers of a sequence; the score is the mean squared error.
+
+    The sequences are drawn on the device, by its array module's generator.
+    """
 
     def __init__(self, args):
         self.length = args.length
         self.batch_size = args.batch_size
-        self.rng = np.random.default_rng(args.seed)
+        self.device = args.device
+        self.xp = tinynet.backend.get_backend(args.device).xp      # numpy or cupy
+        self.rng = self.xp.random.default_rng(args.seed)
 
     def model(self, norm, hidden):
         return SequenceClassifier(2, hidden, 1, norm=norm, max_steps=self.length)
 
     def sequences(self, count, length, rng):
+        xp = self.xp
         values = rng.random((count, length)).astype(np.float32)
-        marks = np.zeros((count, length), np.float32)
-        rows = np.arange(count)
+        marks = xp.zeros((count, length), np.float32)
+        rows = xp.arange(count)
         first = rng.integers(0, length // 2, count)
         second = rng.integers(length // 2, length, count)
         marks[rows, first] = marks[rows, second] = 1
         target = values[rows, first] + values[rows, second]
-        return (tinynet.tensor(np.stack([values, marks], axis=2)),
-                tinynet.tensor(target[:, None]))
+        return (tinynet.tensor(xp.stack([values, marks], axis=2), device=self.device),
+                tinynet.tensor(target[:, None], device=self.device))
 
     def batch(self):
         return self.sequences(self.batch_size, self.length, self.rng)
@@ -127,7 +147,7 @@ class AddingProblem:
 
     @tinynet.no_grad()
     def mse(self, model, length, count=1000):
-        x, y = self.sequences(count, length, np.random.default_rng(length))
+        x, y = self.sequences(count, length, self.xp.random.default_rng(length))
         return F.mse_loss(model(x), y).item()
 
     def curve_point(self, model):
@@ -147,22 +167,23 @@ TASKS = {"mnist": SequentialMNIST, "adding": AddingProblem}
 
 def train(args, norm, task) -> dict:
     tinynet.manual_seed(args.seed)
-    model = task.model(norm, args.hidden)
+    model = task.model(norm, args.hidden).to(args.device)
     optimizer = tinynet.optim.Adam(model.parameters(), lr=args.lr)
     from tqdm import tqdm
     bar = tqdm(total=args.steps, desc=f"{norm}-LSTM", disable=args.no_progress,
                dynamic_ncols=True, mininterval=0.5)
-    curve, seconds = [], 0.0
+    curve, step_seconds = [], []
     for step in range(1, args.steps + 1):
-        x, y = task.batch()
+        x, y = task.batch()                             # on args.device
         started = time.perf_counter()
         optimizer.zero_grad()
         loss = task.loss(model(x), y)
         loss.backward()
         optimizer.step()
-        seconds += time.perf_counter() - started
+        # On a GPU, the host's time: it queues the kernels without waiting for them.
+        step_seconds.append(time.perf_counter() - started)
         bar.update(1)
-        if step % 20 == 0:
+        if step % 20 == 0 and not bar.disable:          # item(): waits for a GPU
             bar.set_postfix(loss=f"{loss.item():.3f}")
         if step % args.eval_every == 0 or step == args.steps:
             model.eval()
@@ -171,8 +192,9 @@ def train(args, norm, task) -> dict:
     bar.close()
     model.eval()
     return {"task": args.task, "norm": norm, "steps": args.steps, "seed": args.seed,
-            "batch_size": args.batch_size, "hidden": args.hidden,
-            **task.final(model), "seconds_per_step": seconds / args.steps, "curve": curve}
+            "batch_size": args.batch_size, "hidden": args.hidden, "device": args.device,
+            **task.final(model), "seconds_per_step": sum(step_seconds) / args.steps,
+            "median_step_seconds": statistics.median(step_seconds), "curve": curve}
 
 
 def write_json(path, data) -> None:
@@ -200,8 +222,19 @@ def plot(path, results, task_name) -> None:
         fig.savefig(f, format="png", dpi=100)
 
 
+def check_device(parser, device) -> None:
+    """Exit at once, before any data is read, when ``device`` cannot be used: the
+    backend's error says what is missing (CuPy, or a GPU)."""
+    try:
+        tinynet.backend.get_backend(device)
+    except RuntimeError as error:
+        parser.error(str(error))
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_device(parser, args.device)
     task = TASKS[args.task](args)
     norms = NORMS if args.norm == "all" else (args.norm,)
     results = []
@@ -210,7 +243,7 @@ def main(argv=None) -> int:
         results.append(result)
         summary = {k: v for k, v in result.items() if k.startswith(("test_", "mse_at"))}
         print(f"{norm}-LSTM: " + ", ".join(f"{k} {v:.4f}" for k, v in summary.items())
-              + f", {1000 * result['seconds_per_step']:.1f} ms/step", flush=True)
+              + f", median step {1000 * result['median_step_seconds']:.2f} ms", flush=True)
         if args.out:
             out = os.path.join(args.out, norm) if args.norm == "all" else args.out
             write_json(os.path.join(out, "result.json"), result)

@@ -12,17 +12,22 @@ the training budget) depart from the paper's setup.
 
 ``--out DIR`` writes ``DIR/result.json`` and, while training, an atomic
 ``DIR/checkpoint.npz`` (model, optimizer and schedule) that ``--resume`` continues from.
+
+``--device cuda`` trains on the GPU (CuPy): the images go there once, before
+training, and every batch is gathered there. The script prints the median
+step time (forward, backward, update) and records it in the result.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
 import tinynet
-from tinynet.data import DataLoader, Subset, load_mnist
+from tinynet.data import DataLoader, TensorDataset, load_mnist
 from tinynet.models import MLP, NORMS
 from tinynet.nn import functional as F
 from tinynet.serialization import atomic_write
@@ -51,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", help="directory holding the four MNIST .gz files "
                         "(default: $TINYNET_DATA/mnist, ~/.cache/tinynet/mnist, else the "
                         "bundled sample)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cuda: train on the GPU, which needs CuPy "
+                        "(pip install 'tinynet[cuda12]')")
     parser.add_argument("--out", help="directory for result.json and the checkpoint")
     parser.add_argument("--resume", action="store_true", help="continue from --out's checkpoint")
     parser.add_argument("--curve-points", type=int, default=8,
@@ -61,30 +68,56 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_splits(data_dir=None, notice=True) -> dict:
-    """Training and validation subsets of the training images, and the test set."""
+def check_device(parser, device) -> None:
+    """Exit at once, before any data is read, when ``device`` cannot be used: the
+    backend's error says what is missing (CuPy, or a GPU)."""
+    try:
+        tinynet.backend.get_backend(device)
+    except RuntimeError as error:
+        parser.error(str(error))
+
+
+def load_splits(data_dir=None, notice=True, device="cpu") -> dict:
+    """The training and validation images (the training set, split) and the test set,
+    as datasets of tensors on ``device``."""
     train_full = load_mnist(data_dir, train=True, notice=notice)
     test = load_mnist(data_dir, train=False, notice=notice)
     held_out = round(len(train_full) * HELD_OUT_FRACTION)
     boundary = len(train_full) - held_out
-    return {"train": Subset(train_full, range(boundary)),
-            "valid": Subset(train_full, range(boundary, len(train_full))),
-            "test": test,
+    images, labels = train_full.arrays
+    return {"train": on_device(device, images[:boundary], labels[:boundary]),
+            "valid": on_device(device, images[boundary:], labels[boundary:]),
+            "test": on_device(device, *test.arrays),
             "source": "bundled sample" if train_full.is_sample else "full MNIST"}
 
 
+def on_device(device, *arrays) -> TensorDataset:
+    """A dataset of ``arrays`` copied to ``device`` once (on the CPU: the arrays
+    themselves). A DataLoader over it gathers each batch on that device."""
+    return TensorDataset(*(tinynet.from_numpy(a).to(device) for a in arrays))
+
+
 @tinynet.no_grad()
-def evaluate(model, dataset, device="cpu", batch_size=1000) -> tuple[float, float]:
+def evaluate(model, dataset, batch_size=1000) -> tuple[float, float]:
     """(error rate, mean negative log-likelihood) with the model in eval mode."""
     was_training = model.training
     model.eval()
     errors, nll = 0, 0.0
     for images, labels in DataLoader(dataset, batch_size=batch_size):
-        logits = model(images.to(device))
-        nll += F.cross_entropy(logits, labels.to(device).data, reduction="sum").item()
-        errors += int((logits.argmax(dim=1).cpu().numpy() != labels.numpy()).sum())
+        logits = model(images)
+        nll += F.cross_entropy(logits, labels, reduction="sum").item()
+        errors += (logits.argmax(dim=1) != labels).sum().item()
     model.train(was_training)
     return errors / len(dataset), nll / len(dataset)
+
+
+def median_step_seconds(durations) -> float | None:
+    """The median of the steps' durations; None when no step ran.
+
+    On a GPU the host queues the kernels without waiting for them: a step's
+    duration is the host's, held back by the device only when it is the slower side.
+    """
+    return statistics.median(durations) if durations else None
 
 
 def write_json(path, data) -> None:
@@ -100,7 +133,8 @@ def _budget(args, train_size) -> int:
 
 def train(args, progress=True) -> dict:
     """Train one configuration; return (and write, with --out) its result."""
-    splits = load_splits(args.data, notice=progress)
+    tinynet.backend.get_backend(args.device)    # without CuPy or a GPU: fails here, at once
+    splits = load_splits(args.data, notice=progress, device=args.device)
     train_set = splits["train"]
     examples = _budget(args, len(train_set))
     steps = examples // args.batch_size
@@ -139,26 +173,29 @@ def train(args, progress=True) -> dict:
     per_epoch = len(loader)
     bar = _progress(steps, state["step"], enabled=progress and not args.no_progress)
     last_save = time.perf_counter()
+    step_seconds = []                                   # this process's steps
     while state["step"] < steps:
         loader.set_generator_state(state["epoch_start_rng"])
         batches = iter(loader)
         for _ in range(state["step"] % per_epoch):       # resume inside an epoch
             next(batches)
         started = time.perf_counter()
-        for images, labels in batches:
+        for images, labels in batches:                  # already on args.device
+            step_started = time.perf_counter()
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(images.to(args.device)), labels.to(args.device).data)
+            loss = F.cross_entropy(model(images), labels)
             loss.backward()
             optimizer.step()
             if scheduler is not None:
                 scheduler.step()
+            step_seconds.append(time.perf_counter() - step_started)
             state["step"] += 1
             bar.update(1)
-            if state["step"] % 50 == 0:
+            if state["step"] % 50 == 0 and not bar.disable:   # item(): waits for a GPU
                 bar.set_postfix(loss=f"{loss.item():.3f}")
             if state["step"] in curve_at:
                 state["seconds"] += time.perf_counter() - started
-                _, test_nll = evaluate(model, splits["test"], args.device)
+                _, test_nll = evaluate(model, splits["test"])
                 state["curve"].append([state["step"] * args.batch_size, test_nll])
                 started = time.perf_counter()
             if state["step"] >= steps:
@@ -172,12 +209,13 @@ def train(args, progress=True) -> dict:
             state["epoch_start_rng"] = loader.generator_state()
     bar.close()
 
-    test_error, test_nll = evaluate(model, splits["test"], args.device)
-    valid_error, _ = evaluate(model, splits["valid"], args.device)
+    test_error, test_nll = evaluate(model, splits["test"])
+    valid_error, _ = evaluate(model, splits["valid"])
     result = dict(config, test_error=test_error, test_nll=test_nll, valid_error=valid_error,
                   train_seconds=state["seconds"],
                   examples_per_second=config["examples"] / max(state["seconds"], 1e-9),
-                  curve=state["curve"])
+                  median_step_seconds=median_step_seconds(step_seconds),
+                  device=args.device, curve=state["curve"])
     if args.out:
         _save_checkpoint(checkpoint_path, model, optimizer, scheduler, state, config)
         write_json(os.path.join(args.out, "result.json"), result)
@@ -207,13 +245,21 @@ def _progress(total, initial, enabled):
                 dynamic_ncols=True, mininterval=0.5)
 
 
+def format_step(seconds) -> str:
+    """``median step 1.23 ms`` (what benchmarks/gpu_check.sh looks for)."""
+    return "no step run" if seconds is None else f"median step {1000 * seconds:.2f} ms"
+
+
 def main(argv=None) -> dict:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_device(parser, args.device)
     result = train(args)
     print(f"{args.norm} norm, batch {args.batch_size}, seed {args.seed}, "
-          f"{result['examples']:,} examples ({result['data']}): test error "
+          f"{result['examples']:,} examples ({result['data']}) on {args.device}: test error "
           f"{100 * result['test_error']:.2f}%, test NLL {result['test_nll']:.4f}, "
-          f"{result['examples_per_second']:.0f} examples/s")
+          f"{result['examples_per_second']:.0f} examples/s, "
+          f"{format_step(result['median_step_seconds'])}")
     return result
 
 

@@ -29,9 +29,10 @@ def test_mnist_mlp_writes_its_result(tmp_path):
     result = mnist_mlp.train(_mlp_args(tmp_path))
     saved = json.loads((tmp_path / "result.json").read_text())
     for field in ("norm", "batch_size", "seed", "examples", "test_error", "test_nll",
-                  "train_seconds", "examples_per_second"):
+                  "train_seconds", "examples_per_second", "median_step_seconds", "device"):
         assert saved[field] == result[field]
     assert saved["examples"] == 256 and 0 <= saved["test_error"] <= 1
+    assert saved["device"] == "cpu" and 0 < saved["median_step_seconds"] < saved["train_seconds"]
     assert [point[0] for point in saved["curve"]] == [128, 256]
     assert (tmp_path / "checkpoint.npz").exists()
 
@@ -102,6 +103,7 @@ def test_sweep_runs_in_workers_appends_and_skips_done_runs(tmp_path, capsys):
     assert batch_size_sweep.main(argv) == 0
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["norm"] for line in lines) == ["layer", "none"]
+    assert all(json.loads(line)["median_step_seconds"] > 0 for line in lines)
     assert (tmp_path / "sweep.csv").read_text().startswith("norm,batch_size,seeds,test_error_pct")
     assert (tmp_path / "figure6.png").stat().st_size > 1000
     capsys.readouterr()
@@ -196,6 +198,7 @@ def test_ln_lstm_script(tmp_path, task):
     for norm in ("none", "layer", "batch"):
         result = json.loads((tmp_path / norm / "result.json").read_text())
         assert result["norm"] == norm and result["steps"] == 4 and result["seconds_per_step"] > 0
+        assert result["device"] == "cpu" and result["median_step_seconds"] > 0
         assert [p[0] for p in result["curve"]] == [2, 4]
         if task == "mnist":
             assert 0 <= result["test_accuracy"] <= 1
@@ -223,3 +226,41 @@ def test_a_data_directory_without_mnist_is_an_error_naming_it(tmp_path, script, 
     assert "train-images-idx3-ubyte.gz" in run.stderr
     assert "bundled sample" not in run.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_sweep_results_from_before_the_device_option_count_as_cpu_runs():
+    run = dict(norm="layer", batch_size=4, seed=0, budget=64, data="bundled sample")
+    assert batch_size_sweep._key(run) == batch_size_sweep._key(dict(run, device="cpu"))
+    assert batch_size_sweep._key(run) != batch_size_sweep._key(dict(run, device="cuda"))
+
+
+requires_no_gpu = pytest.mark.skipif(tinynet.cuda_is_available(),
+                                     reason="a GPU is here: --device cuda would train")
+
+
+@requires_no_gpu
+@pytest.mark.parametrize("script, argv", [
+    (mnist_mlp, ["--examples", "64", "--no-progress"]),
+    (ln_lstm, ["--task", "mnist", "--steps", "1", "--no-progress"]),
+    (batch_size_sweep, ["--norms", "layer", "--batch-sizes", "8", "--seeds", "0",
+                        "--examples", "64", "--workers", "1"]),
+], ids=["mnist_mlp", "ln_lstm", "batch_size_sweep"])
+def test_device_cuda_without_cupy_or_a_gpu_stops_before_any_data_naming_what_is_missing(
+        tmp_path, capsys, script, argv):
+    missing = tmp_path / "no-mnist-here"      # read before the device check, it would fail
+    with pytest.raises(SystemExit) as stop:
+        script.main([*argv, "--device", "cuda", "--data", str(missing),
+                     "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert "device 'cuda' needs CuPy" in error or "no CUDA GPU is available" in error
+    if "needs CuPy" in error:
+        assert "pip install 'tinynet[cuda12]'" in error
+    assert not (tmp_path / "out").exists()
+
+
+@requires_no_gpu
+def test_sweep_workers_train_on_the_device_of_the_sweep():
+    job = dict(norm="layer", batch_size=8, seed=0, budget=64, curve_points=1, device="cuda")
+    with pytest.raises(RuntimeError, match="device 'cuda'"):
+        batch_size_sweep.run_one(job)
