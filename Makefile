@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # Where the full MNIST lives, if anywhere (the bundled sample is used otherwise).
 export TINYNET_DATA ?= $(if $(wildcard ../shared/data/mnist),$(abspath ../shared/data),)
 
-.PHONY: demo test lint venv bench clean
+.PHONY: demo test lint venv bench docs clean
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,14 @@ demo: venv
 test: venv
 	$(PY) -m pytest -q
 
+# The documentation site, into site/ (needs KaTeX: apt-get install libjs-katex).
+$(VENV)/.docs-installed: $(VENV)/.installed setup.cfg
+	$(PY) -m pip install -q -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 lint: venv
 	$(VENV)/bin/ruff check .
 
@@ -35,4 +43,4 @@ bench: venv
 	$(PY) benchmarks/host_profile.py
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info .pytest_cache
+	rm -rf $(VENV) runs build site *.egg-info .pytest_cache
