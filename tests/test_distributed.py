@@ -115,9 +115,12 @@ def test_only_the_default_group_exists():
         dist.get_rank(group="workers")
 
 
-SHOW_THREADS = ("import tinynet, tinynet.distributed as dist; dist.init_process_group(); "
-                "print('threads', dist.get_rank(), tinynet.get_num_threads(), "
-                "tinynet.threads._cores())")
+# Rank 0 prints every rank's line: the ranks' own prints could interleave.
+SHOW_THREADS = ("import tinynet, tinynet.distributed as dist; from mpi4py import MPI; "
+                "dist.init_process_group(); "
+                "rows = MPI.COMM_WORLD.gather(('threads', dist.get_rank(), "
+                "tinynet.get_num_threads(), tinynet.threads._cores())); "
+                "dist.get_rank() == 0 and print('\\n'.join(' '.join(map(str, r)) for r in rows))")
 
 
 @requires_mpi

@@ -13,6 +13,8 @@ import tinynet
 import tinynet.distributed as dist
 from tinynet.data import DataLoader, DistributedSampler, TensorDataset
 
+from report import report
+
 ReduceOp = dist.ReduceOp
 DTYPES = (np.float32, np.float64, np.int64)
 
@@ -210,7 +212,7 @@ def main():
         check(rank, world_size)
     dist.barrier()
     dist.destroy_process_group()
-    print(f"rank {rank} of {world_size}: collectives OK", flush=True)
+    report(f"rank {rank} of {world_size}: collectives OK")
 
 
 if __name__ == "__main__":

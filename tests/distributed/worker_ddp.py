@@ -22,6 +22,8 @@ import tinynet.distributed as dist
 from tinynet.models import MLP, SequenceClassifier
 from tinynet.nn.parallel import DistributedDataParallel
 
+from report import report
+
 PER_RANK = 3
 
 
@@ -86,7 +88,7 @@ def main():
         probe = tinynet.tensor(global_batch(kind, steps, world)[0])
         outputs = [model.eval()(probe).data for model in (replica.module, reference)]
     worst = max(worst, float(np.max(np.abs(outputs[0] - outputs[1]))))
-    print(f"rank {rank} ok {worst:.3e} {dist.traffic.calls('gradients')}", flush=True)
+    report(f"rank {rank} ok {worst:.3e} {dist.traffic.calls('gradients')}")
     dist.destroy_process_group()
 
 

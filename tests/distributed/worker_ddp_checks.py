@@ -15,6 +15,8 @@ import tinynet.distributed as dist
 from tinynet.models import MLP
 from tinynet.nn.parallel import DistributedDataParallel
 
+from report import report
+
 
 def batch(seed, rows):
     rng = np.random.default_rng(seed)
@@ -89,7 +91,7 @@ def main():
     dist.init_process_group("mpi")
     {"buckets": check_buckets, "accumulate": check_accumulate, "unused": check_unused,
      "mismatch": check_mismatch}[sys.argv[1]]()
-    print(f"rank {dist.get_rank()} ok", flush=True)
+    report(f"rank {dist.get_rank()} ok")
     dist.destroy_process_group()
 
 

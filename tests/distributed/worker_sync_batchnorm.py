@@ -24,6 +24,8 @@ from tinynet.nn.sync_batchnorm import (
 )
 from tinynet.testing import gradcheck
 
+from report import report
+
 SHARDS = {1: (6,), 2: (3, 5), 3: (1, 4, 2)}
 TOLERANCE = 1e-12
 
@@ -249,7 +251,7 @@ def main():
     if rank == 0:
         print(f"plain BatchNorm1d on the shards differs from the global batch by {difference:.3g}",
               flush=True)
-    print(f"rank {rank} of {world_size}: sync batchnorm OK", flush=True)
+    report(f"rank {rank} of {world_size}: sync batchnorm OK")
     world.comm = world.comm.comm
     dist.destroy_process_group()
 
