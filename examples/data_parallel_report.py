@@ -3,10 +3,12 @@
     python examples/data_parallel_report.py runs/dp [--plot docs/figures/data_parallel.png]
 
 Reads every ``result.json`` under the directory (one per run), averages the
-test error over seeds, and prints one Markdown row per (model, norm, per-worker
-batch, ranks): test error, global batch, all-reduces and bytes sent per step
-and rank, milliseconds per step and the share of it spent communicating. The
-figure: test error against the number of ranks, one line per norm and batch.
+test error over seeds, and prints two Markdown tables: the MLP's test error by
+norm and per-rank batch (rows) and number of ranks (columns); and one row per
+(model, norm, per-worker batch, ranks) with test error, global batch,
+all-reduces and bytes sent per step and rank, milliseconds per step and the
+share of it spent communicating. The figure: test error against the number of
+ranks, one line per norm and batch.
 """
 from __future__ import annotations
 
@@ -64,6 +66,21 @@ def print_table(rows: list[dict]) -> None:
               f"{100 * r['communicating']:.0f}% |")
 
 
+def print_errors(rows: list[dict]) -> None:
+    """Test error (%) of the MLP, one row per (norm, per-rank batch), one column per
+    number of ranks W; in parentheses the global batch W·B."""
+    worlds = sorted({r["world_size"] for r in rows if r["model"] == "mlp"})
+    cells = {(r["norm"], r["per_worker_batch"], r["world_size"]): r for r in rows
+             if r["model"] == "mlp"}
+    print("| norm | B per rank | " + " | ".join(f"W = {w}" for w in worlds) + " |")
+    print("|" + "---|" * (2 + len(worlds)))
+    for norm, batch in sorted({(n, b) for n, b, _ in cells}):
+        errors = [cells.get((norm, batch, w)) for w in worlds]
+        print(f"| {norm} | {batch} | " + " | ".join(
+            "-" if r is None else f"{100 * r['test_error']:.2f} ({r['global_batch']})"
+            for r in errors) + " |")
+
+
 def plot(rows: list[dict], path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -76,10 +93,13 @@ def plot(rows: list[dict], path: str) -> None:
     for r in rows:
         if r["model"] == "mlp":
             lines.setdefault((r["norm"], r["per_worker_batch"]), []).append(r)
+    colours = {"layer": "tab:green", "batch": "tab:blue", "syncbatch": "tab:purple",
+               "none": "tab:gray"}
     for (norm, batch), points in sorted(lines.items()):
         points.sort(key=lambda r: r["world_size"])
         axis.plot([r["world_size"] for r in points], [100 * r["test_error"] for r in points],
-                  marker="o", linestyle="-" if batch == min(b for _, b in lines) else "--",
+                  marker="o", color=colours.get(norm),
+                  linestyle="-" if batch == min(b for _, b in lines) else "--",
                   label=f"{norm}, B = {batch} per rank")
     axis.set_xlabel("ranks W (global batch W·B)")
     axis.set_ylabel("test error (%)")
@@ -97,6 +117,8 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", help="write the figure here (PNG; needs matplotlib)")
     args = parser.parse_args(argv)
     rows = summarize(read_runs(args.directory))
+    print_errors(rows)
+    print()
     print_table(rows)
     if args.plot:
         plot(rows, args.plot)
