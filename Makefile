@@ -19,8 +19,9 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) examples/batch_size_sweep.py --preset quick --out runs/quick
 
+# The tests run in parallel, one worker per core (pytest-xdist).
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 # The documentation site, into site/ (needs KaTeX: apt-get install libjs-katex).
 $(VENV)/.docs-installed: $(VENV)/.installed setup.cfg
