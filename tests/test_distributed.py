@@ -5,7 +5,6 @@ every rank; here each job's exit status and output are checked. The checks are
 gathered into few launches: starting a job costs about half a second.
 """
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -40,11 +39,10 @@ def test_world_of_one_without_mpiexec():
 
 @requires_mpi
 def test_a_failing_rank_stops_the_job_with_its_message():
-    started = time.monotonic()
-    job = run_mpi(WORKERS / "worker_faults.py", 2, timeout=30, args=["boom"])
-    elapsed = time.monotonic() - started
+    # A job that outlives the timeout is killed and the test fails: without the
+    # abort, rank 0 would wait in its next all-reduce forever.
+    job = run_mpi(WORKERS / "worker_faults.py", 2, timeout=15, args=["boom"])
     assert job.returncode != 0
-    assert elapsed < 15, f"the job took {elapsed:.1f} s to stop"
     output = job.stdout + job.stderr
     assert "[rank 1] RuntimeError: boom at step 3" in output
     assert "[rank 1] Traceback (most recent call last):" in output

@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -113,9 +112,9 @@ class Chromium:
             self.process.kill()
             self.process.wait()
 
-    def read_message(self, deadline: float) -> dict:
+    def read_message(self) -> dict:
         while b"\0" not in self.buffer:
-            ready, _, _ = select.select([self.replies], [], [], max(0.0, deadline - time.time()))
+            ready, _, _ = select.select([self.replies], [], [], TIMEOUT)
             if not ready:
                 raise TimeoutError(f"Chromium sent nothing for {TIMEOUT:.0f} s")
             chunk = os.read(self.replies, 1 << 20)
@@ -126,17 +125,16 @@ class Chromium:
         message, self.buffer = self.buffer.split(b"\0", 1)
         return json.loads(message)
 
-    def send(self, method: str, session: str | None = None, **params) -> dict:
+    def send(self, method: str, page_id: str | None = None, **params) -> dict:
         """Run one DevTools command and return its result; events meanwhile are kept."""
         self.last_id += 1
         message = {"id": self.last_id, "method": method, "params": params}
-        if session:
-            message["sessionId"] = session
+        if page_id:                        # a command for one attached page
+            message["sessionId"] = page_id
         self.commands.write(json.dumps(message).encode() + b"\0")
         self.commands.flush()
-        deadline = time.time() + TIMEOUT
         while True:
-            reply = self.read_message(deadline)
+            reply = self.read_message()
             if reply.get("id") != self.last_id:
                 self.events.append(reply)
             elif "error" in reply:
@@ -144,14 +142,13 @@ class Chromium:
             else:
                 return reply.get("result", {})
 
-    def wait_for(self, method: str, session: str):
-        deadline = time.time() + TIMEOUT
-        while not any(event.get("method") == method and event.get("sessionId") == session
+    def wait_for(self, method: str, page_id: str):
+        while not any(event.get("method") == method and event.get("sessionId") == page_id
                       for event in self.events):
-            self.events.append(self.read_message(deadline))
+            self.events.append(self.read_message())
 
-    def evaluate(self, session: str, expression: str):
-        result = self.send("Runtime.evaluate", session, expression=expression,
+    def evaluate(self, page_id: str, expression: str):
+        result = self.send("Runtime.evaluate", page_id, expression=expression,
                            awaitPromise=True, returnByValue=True)
         if "exceptionDetails" in result:
             raise RuntimeError(f"the page's script raised: {result['exceptionDetails']}")
@@ -161,21 +158,21 @@ class Chromium:
         """Load ``url`` in a fresh tab: what READ_PAGE sees, a PNG of it, the number of
         results when ``search`` is typed into the search box, the console's errors."""
         target = self.send("Target.createTarget", url="about:blank")["targetId"]
-        session = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        page_id = self.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
-            self.send(f"{domain}.enable", session)
-        self.send("Emulation.setDeviceMetricsOverride", session, width=1280, height=900,
+            self.send(f"{domain}.enable", page_id)
+        self.send("Emulation.setDeviceMetricsOverride", page_id, width=1280, height=900,
                   deviceScaleFactor=1, mobile=False)
-        self.send("Page.navigate", session, url=url)
-        self.wait_for("Page.loadEventFired", session)
-        page = self.evaluate(session, READ_PAGE)
+        self.send("Page.navigate", page_id, url=url)
+        self.wait_for("Page.loadEventFired", page_id)
+        page = self.evaluate(page_id, READ_PAGE)
         page["screenshot"] = base64.b64decode(
-            self.send("Page.captureScreenshot", session, format="png")["data"])
+            self.send("Page.captureScreenshot", page_id, format="png")["data"])
         if search is not None:
             page["search_results"] = self.evaluate(
-                session, SEARCH.replace("QUERY", json.dumps(search)))
+                page_id, SEARCH.replace("QUERY", json.dumps(search)))
         page["errors"] = [error for event in self.events
-                          if event.get("sessionId") == session and (error := console_error(event))]
+                          if event.get("sessionId") == page_id and (error := console_error(event))]
         self.send("Target.closeTarget", targetId=target)
         return page
 
