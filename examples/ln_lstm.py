@@ -39,6 +39,8 @@ from tinynet.models import NORMS, SequenceClassifier
 from tinynet.nn import functional as F
 from tinynet.serialization import atomic_write
 
+import mnist_mlp  # examples/: check_device
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -222,19 +224,10 @@ def plot(path, results, task_name) -> None:
         fig.savefig(f, format="png", dpi=100)
 
 
-def check_device(parser, device) -> None:
-    """Exit at once, before any data is read, when ``device`` cannot be used: the
-    backend's error says what is missing (CuPy, or a GPU)."""
-    try:
-        tinynet.backend.get_backend(device)
-    except RuntimeError as error:
-        parser.error(str(error))
-
-
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    check_device(parser, args.device)
+    mnist_mlp.check_device(parser, args.device)
     task = TASKS[args.task](args)
     norms = NORMS if args.norm == "all" else (args.norm,)
     results = []

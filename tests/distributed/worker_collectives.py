@@ -13,7 +13,7 @@ import tinynet
 import tinynet.distributed as dist
 from tinynet.data import DataLoader, DistributedSampler, TensorDataset
 
-from report import report
+from mpi_checks import raises, report
 
 ReduceOp = dist.ReduceOp
 DTYPES = (np.float32, np.float64, np.int64)
@@ -45,15 +45,6 @@ def expected_reduction(op, inputs, dtype, world_size):
     return reduce(stacked, axis=0).astype(dtype)
 
 
-def raises(error_type, call, *needles):
-    """Assert that ``call()`` raises ``error_type`` with every needle in its message."""
-    try:
-        call()
-    except error_type as error:
-        for needle in needles:
-            assert needle in str(error), (needle, str(error))
-        return error
-    raise AssertionError(f"expected {error_type.__name__} containing {needles}")
 
 
 def check_all_reduce(rank, world_size):

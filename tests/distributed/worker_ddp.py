@@ -22,7 +22,7 @@ import tinynet.distributed as dist
 from tinynet.models import MLP, SequenceClassifier
 from tinynet.nn.parallel import DistributedDataParallel
 
-from report import report
+from mpi_checks import report
 
 PER_RANK = 3
 

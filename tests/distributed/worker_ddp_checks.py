@@ -15,7 +15,7 @@ import tinynet.distributed as dist
 from tinynet.models import MLP
 from tinynet.nn.parallel import DistributedDataParallel
 
-from report import report
+from mpi_checks import report
 
 
 def batch(seed, rows):

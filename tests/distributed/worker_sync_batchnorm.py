@@ -24,7 +24,7 @@ from tinynet.nn.sync_batchnorm import (
 )
 from tinynet.testing import gradcheck
 
-from report import report
+from mpi_checks import raises, report
 
 SHARDS = {1: (6,), 2: (3, 5), 3: (1, 4, 2)}
 TOLERANCE = 1e-12
@@ -43,14 +43,6 @@ class CountingComm:
         return attribute
 
 
-def raises(error_type, call, *needles):
-    try:
-        call()
-    except error_type as error:
-        for needle in needles:
-            assert needle in str(error), (needle, str(error))
-        return
-    raise AssertionError(f"expected {error_type.__name__} containing {needles}")
 
 
 def shard_rows(rank, world_size):
