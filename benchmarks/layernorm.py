@@ -11,11 +11,11 @@ CuPy array ops) and PyTorch on CUDA when it has it, float32, on (32768, 1024),
 (8192, 4096) and (65536, 256). Bandwidth counts the minimal traffic (the
 forward reads x and writes y, 2·rows·H·4 bytes; the backward reads dy and x
 and writes dx, 3·rows·H·4 bytes) and is compared with a device-to-device copy.
-A table times the Numba kernels again with 16-byte vector loads and stores
-(``Launch.vector_access``, off by default until a GPU run shows it faster),
-and the last says which of the issue's GPU targets are met: forward ≥ 70 % and
-backward ≥ 55 % of the copy bandwidth, and no slower than PyTorch. Needs CuPy
-and a CUDA GPU; nothing here asserts.
+The last table says which of the issue's GPU targets are met: forward ≥ 70 %
+and backward ≥ 55 % of the copy bandwidth, and no slower than PyTorch. The
+other CUDA rungs, rung 4's 16-byte vector loads and stores among them, are
+timed by benchmarks/kernel_ladder.py. Needs CuPy and a CUDA GPU; nothing here
+asserts.
 """
 from __future__ import annotations
 
@@ -207,42 +207,6 @@ def gpu_tables(torch):
                      "torch kernel", "torch wall", "Numba GB/s", "of copy", "CuPy/Numba",
                      "torch/Numba"], rows)
     print_gpu_targets(results, copy_bw)
-    vector_access_table(cupy, cuda_kernels, hold, copy_bw, results)
-
-
-def vector_access_table(cupy, cuda_kernels, hold, copy_bw, results):
-    """The Numba kernels with held rows loaded and stored 16 bytes at a time
-    (``Launch.vector_access``) against the default launch's times in ``results``."""
-    import dataclasses
-    launch = dataclasses.replace(cuda_kernels.GPU_LAUNCH, vector_access=True)
-    rows = []
-    for shape in GPU_SHAPES:
-        rows += vector_access_rows(cupy, cuda_kernels, launch, hold, copy_bw, shape,
-                                   results[shape])
-        cupy.get_default_memory_pool().free_all_blocks()
-    print_table("GPU, vector access (Launch.vector_access: held rows 16 bytes per load "
-                "and store) against the default launch (kernel µs)",
-                ["shape", "direction", "default", "vector", "vector wall", "default of copy",
-                 "vector of copy", "default/vector", "vector meets the copy target"], rows)
-
-
-def vector_access_rows(cupy, cuda_kernels, launch, hold, copy_bw, shape, default):
-    """vector_access_table's forward and backward rows for one shape."""
-    x, gain, bias, dy = layer_norm_inputs(cupy, shape)
-    _, mean, rstd = cuda_kernels.layer_norm_forward(x, gain, bias, EPS)
-    rows = []
-    for direction, fn, nbytes, goal in (
-            ("forward", lambda: cuda_kernels._forward(x, gain, bias, EPS, launch),
-             forward_bytes(shape), 0.70),
-            ("backward", lambda: cuda_kernels._backward(dy, x, mean, rstd, gain, launch),
-             backward_bytes(shape), 0.55)):
-        default_ms = default["numba", direction][0]
-        vector_ms, vector_wall_ms = gpu_time(cupy, fn, hold)
-        of_copy = nbytes / vector_ms / 1e6 / copy_bw
-        rows.append([str(shape), direction, default_ms * 1e3, vector_ms * 1e3,
-                     vector_wall_ms * 1e3, nbytes / default_ms / 1e6 / copy_bw, of_copy,
-                     default_ms / vector_ms, "yes" if of_copy >= goal else "no"])
-    return rows
 
 
 def print_gpu_targets(results, copy_bw):

@@ -17,10 +17,8 @@ backward (two launches): each team takes every teams-th row, holds x̂ and dy,
 writes dx, and adds dy·x̂ and dy into its own columns' dgain/dbias sums, kept in
 registers across its rows; a second kernel adds the teams' sums column by
 column, in team order. No floating-point atomics: the results are deterministic.
-With ``Launch.vector_access`` a thread holds its elements in runs of adjacent
-columns and loads and stores each run in one 16-byte access (``_cuda_vectors``)
-where every array's rows start on a 16-byte boundary; otherwise one element per
-access. Off by default until a GPU run shows it faster.
+The kernels also take runs of ``lanes`` adjacent columns per memory access, for
+rung 4 (``cuda_4_vectors``, through ``Launch.vector_access``); here ``lanes`` is 1.
 
 **Longer rows are streamed**: a block per row re-reads it through the caches
 for each pass (forward), or takes a tile of rows and walks down its columns

@@ -63,6 +63,9 @@ LADDERS = {
         Rung("held", "tinynet.kernels.cuda",
              "the row held in registers, loaded at once; a warp or a block per row",
              ("layer_norm_forward", "layer_norm_backward")),
+        Rung("vectors", "tinynet.kernels.cuda_4_vectors",
+             "held rows loaded and stored 16 bytes at a time, where the arrays are aligned",
+             ("layer_norm_forward", "layer_norm_backward")),
     ),
 }
 

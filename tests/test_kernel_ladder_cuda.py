@@ -1,7 +1,8 @@
 """The CUDA rungs of the kernel ladder (kernels/ladder.py) against the reference,
 under Numba's CUDA simulator (small shapes: it runs each CUDA thread as a Python
-thread) or on a GPU with CuPy arrays (every awkward H). The top rung, the
-kernels held in registers, has its own file: tests/test_kernels_cuda.py."""
+thread) or on a GPU with CuPy arrays (every awkward H); RMSNorm where a rung has
+it. The machinery of the kernels held in registers (rungs 3 and 4: every launch
+path, vector access) has its own file: tests/test_kernels_cuda.py."""
 import importlib
 
 import numba
@@ -21,8 +22,8 @@ pytestmark = [
                        reason="needs CuPy and a CUDA GPU, or the CUDA simulator"),
     pytest.mark.filterwarnings("ignore:.*Grid size"),
 ]
-RUNGS = [rung for rung in ladder.LADDERS["cuda"]
-         if rung.name != "reference" and "rms_norm_forward" in rung.kernels]
+RUNGS = [rung for rung in ladder.LADDERS["cuda"] if rung.name != "reference"]
+RMS_RUNGS = [rung for rung in RUNGS if "rms_norm_forward" in rung.kernels]
 # Simulated: partial warps and blocks (H = 1, 7, 40, 100), one row, a ragged
 # last block of warps (5 rows, 2 warps a block), rows longer than a warp and a block.
 SHAPES = ([(1, 1), (2, 7), (5, 40), (3, 100)] if SIMULATED else
@@ -66,7 +67,7 @@ def test_layer_norm_matches_the_reference(rung, shape, offset, dtype):
                          layer_norm_results(reference, x, gain, bias, dy), x, RTOL[dtype])
 
 
-@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("rung", RMS_RUNGS, ids=lambda r: r.name)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_rms_norm_matches_the_reference(rung, shape, dtype):
@@ -99,3 +100,31 @@ def test_the_same_bits_on_every_run(rung):
     second = layer_norm_results(kernels_of(rung), x, gain, bias, dy)
     for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_rung_is_chosen_by_name_on_its_device_only():
+    """use_kernels("vectors") runs rung 4's LayerNorm on cuda and rung 2's RMSNorm
+    (the nearest rung below that has one); the CPU has no such rung."""
+    from tinynet.backend import KernelTable
+    from tinynet.kernels import cuda_2_warp, cuda_4_vectors
+    on_cuda, on_cpu = KernelTable("cuda", {}), KernelTable("cpu", {})
+    with tinynet.use_kernels("vectors"):
+        assert on_cuda.layer_norm_forward is cuda_4_vectors.layer_norm_forward
+        assert on_cuda.layer_norm_backward is cuda_4_vectors.layer_norm_backward
+        assert on_cuda.rms_norm_forward is cuda_2_warp.rms_norm_forward
+        with pytest.raises(ValueError, match="no kernel rung 'vectors' on cpu; its rungs are "
+                                             "reference, textbook"):
+            on_cpu.layer_norm_forward
+    default = next(r for r in RUNGS if r.name == ladder.DEFAULT["cuda"])
+    assert on_cuda.layer_norm_forward is kernels_of(default).layer_norm_forward
+
+
+def test_the_environment_variable_chooses_a_rung_for_the_process():
+    import os
+    import subprocess
+    import sys
+    code = ("from tinynet.backend import KernelTable\n"
+            "print(KernelTable('cuda', {}).layer_norm_forward.__module__)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=dict(os.environ, TINYNET_KERNELS="vectors"), timeout=120)
+    assert result.stdout.strip() == "tinynet.kernels.cuda_4_vectors", result.stderr[-2000:]

@@ -1,4 +1,6 @@
-"""The Numba CUDA kernels (tinynet.kernels.cuda) against the NumPy reference.
+"""The Numba CUDA kernels held in registers (tinynet.kernels.cuda, rung 3, and
+tinynet.kernels.cuda_4_vectors, rung 4: the same kernels with vector access)
+against the NumPy reference.
 
 On a machine with CuPy and a GPU these run on the GPU, with CuPy arrays and
 every awkward H. Elsewhere they run under Numba's CUDA simulator (switched on
@@ -81,7 +83,13 @@ def run_kernels(x, gain, bias, dy, launch):
 
 
 def assert_matches_reference(x, gain, bias, dy, launch, rtol):
-    y, mean, rstd, dx, dgain, dbias = run_kernels(x, gain, bias, dy, launch)
+    assert_results_match_reference(run_kernels(x, gain, bias, dy, launch), x, gain, bias, dy,
+                                   rtol)
+
+
+def assert_results_match_reference(results, x, gain, bias, dy, rtol):
+    """``results``, (y, mean, rstd, dx, dgain, dbias) on the host, against the reference's."""
+    y, mean, rstd, dx, dgain, dbias = results
     ref_y, ref_mean, ref_rstd = reference.layer_norm_forward(x, gain, bias, EPS)
     assert y.dtype == x.dtype and mean.dtype == rstd.dtype == np.float64
     assert_close(y, ref_y, rtol)
@@ -203,6 +211,57 @@ def test_vector_access_falls_back_to_one_element_for_misaligned_arrays():
     y, mean, rstd = kernels._forward(misaligned(x), to_device(gain), to_device(bias), EPS,
                                      launch)
     assert_close(to_host(y), reference.layer_norm_forward(x, gain, bias, EPS)[0], RTOL[np.float32])
+
+
+def record_lanes(monkeypatch):
+    """{"forward": [...], "backward": [...]}: the ``lanes`` of each held-row kernel
+    that kernels/cuda.py launches from here on."""
+    def recording(make_kernel, lanes_of_calls):
+        def make_recorded_kernel(held, lanes=1):
+            lanes_of_calls.append(lanes)
+            return make_kernel(held, lanes)
+        return make_recorded_kernel
+
+    seen = {"forward": [], "backward": []}
+    for direction, lanes_of_calls in seen.items():
+        name = f"_held_{direction}"
+        monkeypatch.setattr(kernels, name, recording(getattr(kernels, name), lanes_of_calls))
+    return seen
+
+
+# (shape, dtype, x misaligned, lanes) of rung 4's public functions: runs of 4
+# float32 or 2 float64 columns; one element per access where H is not a whole
+# number of runs, or x starts 4 bytes past a 16-byte boundary.
+SIMULATED_RUNG_4_CASES = [
+    ((5, 100), np.float32, False, 4),
+    ((3, 66), np.float64, False, 2),
+    ((2, 33), np.float32, False, 1),
+    ((5, 100), np.float32, True, 1),
+]
+GPU_RUNG_4_CASES = [((1000, 256), np.float32, False, 4), ((64, 4096), np.float32, False, 4),
+                    ((1000, 256), np.float64, False, 2), ((3, 1000), np.float64, False, 2),
+                    ((3, 33), np.float32, False, 1), ((1000, 256), np.float32, True, 1)]
+
+
+@pytest.mark.parametrize("shape, dtype, x_misaligned, lanes",
+                         GPU_RUNG_4_CASES if ON_GPU else SIMULATED_RUNG_4_CASES,
+                         ids=lambda v: str(v) if not isinstance(v, type) else v.__name__)
+def test_rung_4_accesses_runs_where_aligned_and_single_elements_elsewhere(
+        monkeypatch, shape, dtype, x_misaligned, lanes):
+    from tinynet.kernels import cuda_4_vectors
+    assert cuda_4_vectors.default_launch() == dataclasses.replace(LAUNCH, vector_access=True)
+    x, gain, bias, dy = layer_norm_inputs(shape, dtype, 1e3)
+    on_device = misaligned(x) if x_misaligned else to_device(x)
+    assert (address(on_device) % 16 == 4) == x_misaligned
+    gain_on_device = to_device(gain)
+    seen = record_lanes(monkeypatch)
+    y, mean, rstd = cuda_4_vectors.layer_norm_forward(on_device, gain_on_device,
+                                                      to_device(bias), EPS)
+    grads = cuda_4_vectors.layer_norm_backward(to_device(dy), on_device, mean, rstd,
+                                               gain_on_device)
+    assert seen == {"forward": [lanes], "backward": [lanes]}
+    assert_results_match_reference([to_host(a) for a in (y, mean, rstd) + grads],
+                                   x, gain, bias, dy, RTOL[dtype])
 
 
 @pytest.mark.skipif(not SIMULATED, reason="tests the simulator's stand-ins for the intrinsics")

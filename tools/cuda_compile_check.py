@@ -51,7 +51,7 @@ def kernels_and_signatures():
         for held in (1, 2, 4, 8, 16, 32):
             found.append((f"{dtype} _held_forward({held})", k._held_forward(held), forward))
             found.append((f"{dtype} _held_backward({held})", k._held_backward(held), backward))
-            if held >= lanes:      # the vector-access variants (Launch.vector_access)
+            if held >= lanes:      # rung 4's vector-access variants (cuda_4_vectors)
                 found.append((f"{dtype} _held_forward({held}, {lanes})",
                               k._held_forward(held, lanes), forward))
                 found.append((f"{dtype} _held_backward({held}, {lanes})",
