@@ -8,10 +8,13 @@ rounds go through the columns in turn, so that a slow spell of a shared
 machine hits every column. A cell is the median over rounds of each
 process's median step time, with the spread over rounds.
 
-Columns: tinynet with no settings (its default policy: tinynet/threads.py);
-OpenMP workers spinning (``OMP_WAIT_POLICY=ACTIVE``, the policy tinynet
-replaces); BLAS on every core and Numba on one; BLAS on one and Numba on every
-core; both on one; PyTorch at its defaults. Targets: no settings within
+Columns: tinynet with no settings (its default policies: tinynet/threads.py,
+tinynet/allocator.py); OpenMP workers spinning (``OMP_WAIT_POLICY=ACTIVE``,
+the thread policy tinynet replaces); glibc's malloc at its defaults (any
+``MALLOC_*`` variable of the user's turns tinynet's allocator policy off: here
+``MALLOC_ARENA_MAX`` at glibc's own value, 8 per core, the one such variable
+that leaves glibc's adaptive thresholds on); BLAS on every core and Numba on one; BLAS on one and
+Numba on every core; both on one; PyTorch at its defaults. Targets: no settings within
 1.1x of the best manual pinning and at most 0.8x PyTorch's time.
 """
 from __future__ import annotations
@@ -29,6 +32,8 @@ ONE_BLAS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 ONE_NUMBA = {"NUMBA_NUM_THREADS": "1"}
 COLUMNS = [("no settings", "tinynet", {}),
            ("OMP_WAIT_POLICY=ACTIVE", "tinynet", {"OMP_WAIT_POLICY": "ACTIVE"}),
+           ("glibc malloc defaults", "tinynet",
+            {"MALLOC_ARENA_MAX": str(8 * (os.cpu_count() or 1))}),
            ("BLAS all / Numba 1", "tinynet", ONE_NUMBA),
            ("BLAS 1 / Numba all", "tinynet", ONE_BLAS),
            ("both 1", "tinynet", {**ONE_BLAS, **ONE_NUMBA, "OMP_NUM_THREADS": "1"}),

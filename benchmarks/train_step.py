@@ -29,7 +29,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table, timing_rounds  # noqa: E402
 
 HERE = os.path.abspath(__file__)
-# Thread settings of the user's environment, left out of every measured process.
+# Thread settings of the user's environment (and glibc's MALLOC_* variables), left
+# out of every measured process.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "NUMBA_NUM_THREADS", "OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")
 
@@ -117,7 +118,8 @@ def child(library: str, repeat: int, threads) -> None:
 
 def run_child(library: str, variables=None, repeat: int = 5, threads=None) -> dict:
     """:func:`child` in a fresh process with a clean environment plus ``variables``."""
-    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES}
+    env = {k: v for k, v in os.environ.items()
+           if k not in THREAD_VARIABLES and not k.startswith("MALLOC_")}
     env.update(variables or {})
     command = [sys.executable, HERE, "--child", library, "--repeat", str(repeat)]
     if threads:

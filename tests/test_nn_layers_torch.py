@@ -230,3 +230,38 @@ def test_ln_lstm_cell_matches_an_independent_torch_implementation():
     assert_close(h, h_t)
     for name, p in cell.named_parameters():
         assert_close(p.grad, params[name].grad, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_ln_lstm_layer_matches_an_independent_torch_implementation(batch_first):
+    """nn.LSTM(norm='layer') runs a layer as one node (ops.recurrent.LSTMSequence):
+    outputs, final state and every gradient against torch's per-step loop."""
+    rng = np.random.default_rng(9)
+    T, B, H = 7, 4, 5
+    lstm = nn.LSTM(3, H, norm="layer", batch_first=batch_first, dtype=tinynet.float64)
+    for p in lstm.parameters():
+        p.data[...] = rng.standard_normal(p.shape)
+    params = {n.replace("_l0", ""): torch.tensor(
+        p.numpy(), requires_grad=True) for n, p in lstm.named_parameters()}
+    x_np = rng.standard_normal((B, T, 3) if batch_first else (T, B, 3))
+    h0_np, c0_np = rng.standard_normal((2, B, H))
+    x = tinynet.tensor(x_np, requires_grad=True)
+    state = (tinynet.tensor(h0_np[None], requires_grad=True),
+             tinynet.tensor(c0_np[None], requires_grad=True))
+    out, (h, c) = lstm(x, state)
+    xt = torch.tensor(x_np, requires_grad=True)
+    h_t, c_t = (torch.tensor(a, requires_grad=True) for a in (h0_np, c0_np))
+    h0_t, c0_t = h_t, c_t
+    outputs_t = []
+    for t in range(T):
+        h_t, c_t = torch_ln_lstm_step(xt[:, t] if batch_first else xt[t], h_t, c_t, params, H)
+        outputs_t.append(h_t)
+    out_t = torch.stack(outputs_t, dim=1 if batch_first else 0)
+    w_out = rng.standard_normal(tuple(out_t.shape))
+    ((out * tinynet.tensor(w_out)).sum() + (c * c).sum()).backward()
+    ((out_t * torch.tensor(w_out)).sum() + (c_t * c_t).sum()).backward()
+    for a, b in [(out, out_t), (h[0], h_t), (c[0], c_t), (x.grad, xt.grad),
+                 (state[0].grad[0], h0_t.grad), (state[1].grad[0], c0_t.grad)]:
+        assert_close(a, b, rtol=1e-9, atol=1e-11)
+    for name, p in lstm.named_parameters():
+        assert_close(p.grad, params[name.replace("_l0", "")].grad, rtol=1e-8, atol=1e-10)

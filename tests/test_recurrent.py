@@ -127,3 +127,93 @@ def test_fused_lstm_ops_gradcheck():
     c = tinynet.tensor(rng.standard_normal((3, 2)), requires_grad=True)
     assert gradcheck(LSTMCellUpdate.apply, [gates, c])
     assert gradcheck(LSTMOutput.apply, [gates, c])
+
+
+def _stepwise_layer(lstm, x, state):
+    """An LSTM layer's steps one node at a time (recurrent_step), as the BN-LSTM runs:
+    the form the one-node layer (ops.recurrent.LSTMSequence) must reproduce."""
+    from tinynet.nn.recurrent import input_gates, recurrent_step
+    time_axis = 1 if lstm.batch_first else 0
+    h, c = state
+    norms = lstm.norms_l0
+    steps = input_gates(x, lstm.weight_ih_l0, lstm.bias_ih_l0 + lstm.bias_hh_l0,
+                        norms).unbind(time_axis)
+    outputs = []
+    for t, x_gates in enumerate(steps):
+        h, c = recurrent_step(x_gates, h, c, lstm.weight_hh_l0, norms, t)
+        outputs.append(h)
+    return tinynet.stack(outputs, dim=time_axis), h, c
+
+
+@pytest.mark.parametrize("norm, batch_first, affine",
+                         [(None, False, True), ("layer", False, True), ("layer", True, True),
+                          ("layer", False, False)])
+def test_one_node_layer_matches_the_stepwise_one(norm, batch_first, affine):
+    rng = np.random.default_rng(7)
+    T, B, D, H = 6, 3, 4, 5
+    lstm = nn.LSTM(D, H, norm=norm, batch_first=batch_first, dtype=tinynet.float64)
+    if norm and not affine:
+        for which in ("ih", "hh", "cell"):
+            setattr(lstm.norms_l0, which,
+                    nn.LayerNorm(lstm.norms_l0.hh.normalized_shape if which != "cell" else H,
+                                 elementwise_affine=False, dtype=tinynet.float64))
+    x_np = rng.standard_normal((B, T, D) if batch_first else (T, B, D))
+    state_np = rng.standard_normal((2, B, H))
+    w_out, w_c = rng.standard_normal((T, B, H)), rng.standard_normal((B, H))
+    if batch_first:
+        w_out = w_out.transpose(1, 0, 2)
+    results = []
+    for one_node in (True, False):
+        lstm.zero_grad()
+        x = tinynet.tensor(x_np, requires_grad=True)
+        h0, c0 = (tinynet.tensor(s, requires_grad=True) for s in state_np)
+        if one_node:
+            out, (h, c) = lstm(x, (h0[None], c0[None]))
+            h, c = h[0], c[0]
+        else:
+            out, h, c = _stepwise_layer(lstm, x, (h0, c0))
+        ((out * tinynet.tensor(w_out)).sum() + (h * h).sum()
+         + (c * tinynet.tensor(w_c)).sum()).backward()
+        results.append([out.numpy(), h.numpy(), c.numpy(), x.grad.numpy(), h0.grad.numpy(),
+                        c0.grad.numpy()] + [p.grad.numpy() for p in lstm.parameters()])
+    assert len(results[0]) == 6 + len(list(lstm.parameters()))
+    for one_node, stepwise in zip(*results, strict=True):
+        np.testing.assert_allclose(one_node, stepwise, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm", [None, "layer"])
+def test_one_node_layer_gradcheck(norm):
+    from tinynet.nn.recurrent import lstm_sequence
+    from tinynet.testing import gradcheck
+    rng = np.random.default_rng(8)
+    T, B, H = 4, 2, 3
+    norms = nn.GateNorms("layer", H, 1e-5, T, dtype=tinynet.float64) if norm else None
+    if norms is not None:
+        for p in norms.parameters():
+            p.data[...] = rng.standard_normal(p.shape)
+    weight = tinynet.tensor(rng.standard_normal((4 * H, H)), requires_grad=True)
+    inputs = [tinynet.tensor(rng.standard_normal(s), requires_grad=True)
+              for s in ((T, B, 4 * H), (B, H), (B, H))]
+
+    def layer(x_gates, h0, c0, weight, *norm_params):
+        outputs, c = lstm_sequence(x_gates, h0, c0, weight, norms)
+        return outputs * 1.5 + c.sum()     # both outputs reach the loss
+
+    assert gradcheck(layer, inputs + [weight] + list(norms.parameters() if norms else []))
+
+
+def test_one_node_layer_runs_in_float32_and_mixed_dtypes():
+    lstm = nn.LSTM(3, 4, norm="layer")
+    x = tinynet.randn(5, 2, 3)
+    out, (h, c) = lstm(x)
+    assert out.dtype == tinynet.float32 and c.dtype == tinynet.float32
+    out.sum().backward()
+    assert lstm.weight_hh_l0.grad.dtype == tinynet.float32
+    wide, _ = lstm(x.double())         # a float64 input promotes, as every op does
+    assert wide.dtype == tinynet.float64
+    np.testing.assert_allclose(wide.numpy(), out.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_an_empty_sequence_is_refused():
+    with pytest.raises(ValueError, match="sequence of length 0"):
+        nn.LSTM(3, 4, norm="layer")(tinynet.zeros(0, 2, 3))

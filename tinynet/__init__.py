@@ -7,14 +7,16 @@ Its subject is Layer Normalization (Ba, Kiros & Hinton, 2016). The pieces:
 * :mod:`tinynet.backend`: NumPy on the CPU, CuPy on the GPU, kernel tables;
 * :mod:`tinynet.kernels`: the LayerNorm kernels (NumPy reference, Numba CPU/CUDA);
 * :mod:`tinynet.threads`: how many threads the computations use, and how idle ones wait;
+* :mod:`tinynet.allocator`: freed arrays' memory kept for the next step (glibc);
 * :mod:`tinynet.distributed`: torch.distributed's collectives over MPI (mpi4py is
   imported when a program joins a process group, not here);
 * :mod:`tinynet.viz`: the autograd graph as Graphviz DOT text or a picture (the
   graphviz package is imported when a picture is drawn, not here).
 """
-from . import threads
+from . import allocator, threads
 
 threads.apply_wait_policy()    # before any OpenMP runtime loads (see threads.py)
+allocator.apply_allocator_policy()
 
 from . import backend
 from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
@@ -88,7 +90,7 @@ from .threads import get_num_threads, set_num_threads
 
 __all__ = [
     # modules
-    "backend", "data", "distributed", "nn", "optim", "testing", "threads", "viz",
+    "allocator", "backend", "data", "distributed", "nn", "optim", "testing", "threads", "viz",
     # the Tensor, autograd's modes
     "Tensor", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
     # devices and kernels

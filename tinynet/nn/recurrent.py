@@ -34,13 +34,14 @@ from __future__ import annotations
 from .. import creation
 from ..hyperparameters import check_count
 from ..ops import stack
-from ..ops.recurrent import LSTMCellUpdate, LSTMOutput
+from ..ops.recurrent import LSTMCellUpdate, LSTMOutput, LSTMSequence
 from . import functional as F
 from . import init
 from .module import Module, Parameter
 from .normalization import LayerNorm, StepwiseBatchNorm
 
-__all__ = ["LSTMCell", "LSTM", "GateNorms", "lstm_cell", "input_gates", "recurrent_step"]
+__all__ = ["LSTMCell", "LSTM", "GateNorms", "lstm_cell", "input_gates", "recurrent_step",
+           "lstm_sequence"]
 
 NORMS = (None, "layer", "batch")
 
@@ -92,6 +93,16 @@ def recurrent_step(x_gates, h, c, weight_hh, norms=None, step=0):
     c = LSTMCellUpdate.apply(gates, c)
     c_read = c if norms is None else norms.normalize("cell", c, step)
     return LSTMOutput.apply(gates, c_read), c
+
+
+def lstm_sequence(x_gates, h, c, weight_hh, norms=None):
+    """Every step of a plain or LN-LSTM layer from the input's part of the gates
+    (T, B, 4H) as one node (``tinynet.ops.recurrent.LSTMSequence``); returns
+    (h_1..h_T as (T, B, H), c_T). The same steps as :func:`recurrent_step`."""
+    if norms is None:
+        return LSTMSequence.apply(x_gates, h, c, weight_hh, None, None, None, None, None)
+    return LSTMSequence.apply(x_gates, h, c, weight_hh, norms.hh.weight, norms.hh.bias,
+                              norms.cell.weight, norms.cell.bias, (norms.hh.eps, norms.cell.eps))
 
 
 def lstm_cell(x, h, c, weight_ih, weight_hh, bias=None, norms=None, step=0):
@@ -192,6 +203,9 @@ class LSTM(Module):
                 f"LSTM: expected input {layout} with input size {self.input_size}, got "
                 f"shape {tuple(x.shape)}")
         batch = x.shape[0] if self.batch_first else x.shape[1]
+        if x.shape[1 if self.batch_first else 0] == 0:
+            raise ValueError("LSTM: expected a sequence of at least one step, got a "
+                             f"sequence of length 0 (input shape {tuple(x.shape)})")
         expected = (self.num_layers, batch, self.hidden_size)
         if hx is not None:
             for name, t in zip(("h_0", "c_0"), hx, strict=True):
@@ -219,13 +233,17 @@ class LSTM(Module):
             if norms is not None and norms.stepwise:      # per-step batch statistics
                 steps = [input_gates(x_t, weight_ih, bias, norms, t)
                          for t, x_t in enumerate(sequence.unbind(time_axis))]
-            else:                                         # all steps in one product
-                steps = input_gates(sequence, weight_ih, bias, norms).unbind(time_axis)
-            outputs = []
-            for t, x_gates in enumerate(steps):
-                h, c = recurrent_step(x_gates, h, c, weight_hh, norms, t)
-                outputs.append(h)
-            sequence = stack(outputs, dim=time_axis)
+                outputs = []
+                for t, x_gates in enumerate(steps):
+                    h, c = recurrent_step(x_gates, h, c, weight_hh, norms, t)
+                    outputs.append(h)
+                sequence = stack(outputs, dim=time_axis)
+            else:            # all input products at once, then every step in one node
+                x_gates = input_gates(sequence, weight_ih, bias, norms)
+                outputs, c = lstm_sequence(x_gates.transpose(0, time_axis), h, c, weight_hh,
+                                           norms)
+                h = outputs[-1]
+                sequence = outputs.transpose(0, time_axis)
             final_h.append(h)
             final_c.append(c)
         return sequence, (stack(final_h), stack(final_c))

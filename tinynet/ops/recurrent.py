@@ -1,4 +1,4 @@
-"""The pointwise half of an LSTM step as two fused nodes.
+"""The pointwise half of an LSTM step as fused nodes, and a whole layer as one node.
 
 From the gate pre-activations z = [z_i, z_f, z_g, z_o] (B, 4H)::
 
@@ -9,52 +9,160 @@ where c̃_t is c_t itself, or LN(c_t) in the LN-LSTM. The same step written
 with chunk/sigmoid/tanh/mul is ``tests/composite.py: composite_lstm_cell``;
 the tests check that both agree. Fusing saves about a dozen graph nodes per
 time step, which is most of an LSTM step's cost at small sizes.
+
+:class:`LSTMSequence` goes further: every step of a layer in one node, the
+recurrent product and (for the LN-LSTM) both of its per-step LayerNorms
+included, with backpropagation through time written out. Its backward sums
+the recurrent weight's gradient over all steps in one product,
+dU = Σ_t dz_tᵀ h_{t-1}, instead of one small product per step.
 """
 from __future__ import annotations
 
 from ..autograd import Function
-from ..backend import get_array_module
+from ..backend import device_of, get_array_module, get_backend
 from .elementwise import sigmoid_array
 
-__all__ = ["LSTMCellUpdate", "LSTMOutput"]
+__all__ = ["LSTMCellUpdate", "LSTMOutput", "LSTMSequence"]
+
+
+def _cell_gates(gates, H):
+    """σ(z_i), σ(z_f), tanh(z_g) of the gate pre-activations (B, 4H)."""
+    i_f = sigmoid_array(gates[:, :2 * H])
+    return i_f[:, :H], i_f[:, H:], get_array_module(gates).tanh(gates[:, 2 * H:3 * H])
+
+
+def _cell_gate_grads(d_gates, grad_c, i, f, g, c_prev):
+    """Write dL/dz_i, dL/dz_f, dL/dz_g into ``d_gates`` from dL/dc_t; return dL/dc_{t-1}."""
+    H = c_prev.shape[1]
+    d_gates[:, :H] = grad_c * g * i * (1 - i)
+    d_gates[:, H:2 * H] = grad_c * c_prev * f * (1 - f)
+    d_gates[:, 2 * H:3 * H] = grad_c * i * (1 - g * g)
+    return grad_c * f
+
+
+def _output_gate_grads(d_gates, grad_h, o, squashed):
+    """Write dL/dz_o into ``d_gates`` from dL/dh_t; return dL/dc̃_t."""
+    H = o.shape[1]
+    d_gates[:, 3 * H:] = grad_h * squashed * o * (1 - o)
+    return grad_h * o * (1 - squashed * squashed)
 
 
 class LSTMCellUpdate(Function):
     @staticmethod
     def forward(ctx, gates, c_prev):
-        xp = get_array_module(gates)
-        H = c_prev.shape[1]
-        i = sigmoid_array(gates[:, :H])
-        f = sigmoid_array(gates[:, H:2 * H])
-        g = xp.tanh(gates[:, 2 * H:3 * H])
+        i, f, g = _cell_gates(gates, c_prev.shape[1])
         ctx.save_for_backward(i, f, g, c_prev)
         return f * c_prev + i * g
 
     @staticmethod
     def backward(ctx, grad):
         i, f, g, c_prev = ctx.saved
-        H = c_prev.shape[1]
-        d_gates = get_array_module(grad).zeros((grad.shape[0], 4 * H), grad.dtype)
-        d_gates[:, :H] = grad * g * i * (1 - i)
-        d_gates[:, H:2 * H] = grad * c_prev * f * (1 - f)
-        d_gates[:, 2 * H:3 * H] = grad * i * (1 - g * g)
-        return d_gates, grad * f
+        d_gates = get_array_module(grad).zeros((grad.shape[0], 4 * c_prev.shape[1]), grad.dtype)
+        return d_gates, _cell_gate_grads(d_gates, grad, i, f, g, c_prev)
 
 
 class LSTMOutput(Function):
     @staticmethod
     def forward(ctx, gates, cell):
-        xp = get_array_module(gates)
-        H = cell.shape[1]
-        o = sigmoid_array(gates[:, 3 * H:])
-        squashed = xp.tanh(cell)
+        o = sigmoid_array(gates[:, 3 * cell.shape[1]:])
+        squashed = get_array_module(gates).tanh(cell)
         ctx.save_for_backward(o, squashed)
         return o * squashed
 
     @staticmethod
     def backward(ctx, grad):
         o, squashed = ctx.saved
-        H = o.shape[1]
-        d_gates = get_array_module(grad).zeros((grad.shape[0], 4 * H), grad.dtype)
-        d_gates[:, 3 * H:] = grad * squashed * o * (1 - o)
-        return d_gates, grad * o * (1 - squashed * squashed)
+        d_gates = get_array_module(grad).zeros((grad.shape[0], 4 * o.shape[1]), grad.dtype)
+        return d_gates, _output_gate_grads(d_gates, grad, o, squashed)
+
+
+class LSTMSequence(Function):
+    """One LSTM layer over a whole sequence: returns (h_1..h_T, c_T).
+
+    Inputs: ``x_gates`` (T, B, 4H), the input's part of every step's gates
+    (W x_t + b, or LN(W x_t) + b); the initial state ``h0``, ``c0`` (B, H); the
+    recurrent weight U (4H, H); and for the LN-LSTM the gain and bias (or None)
+    of LN(U h) and of LN(c), with their ``eps`` as a pair (None: no LayerNorm,
+    the plain LSTM). Each step is
+    :func:`tinynet.nn.recurrent.recurrent_step`'s::
+
+        z_t = x_gates_t + N(U h_{t-1}),   c_t, h_t from z_t as above,
+
+    N being LN (paper, Sec. 3.1) or nothing. The LayerNorms run through the
+    device's kernel table, as :class:`~tinynet.ops.normalization.LayerNormFunction`.
+    """
+
+    @staticmethod
+    def forward(ctx, x_gates, h0, c0, weight_hh, hh_gain, hh_bias, cell_gain, cell_bias,
+                eps):
+        xp = get_array_module(x_gates)
+        kernels = get_backend(device_of(x_gates)).kernels
+        dtype = xp.result_type(*(a for a in (x_gates, h0, c0, weight_hh, hh_gain, hh_bias,
+                                             cell_gain, cell_bias) if a is not None))
+        x_gates, weight_hh, hh_gain, hh_bias, cell_gain, cell_bias = (
+            None if a is None else a.astype(dtype, copy=False)
+            for a in (x_gates, weight_hh, hh_gain, hh_bias, cell_gain, cell_bias))
+        steps, (batch, H) = x_gates.shape[0], h0.shape
+        layer_norm = eps is not None
+        hs = xp.empty((steps + 1, batch, H), x_gates.dtype)     # h_0 .. h_T
+        cs = xp.empty((steps + 1, batch, H), x_gates.dtype)     # c_0 .. c_T
+        hs[0], cs[0] = h0, c0
+        saved = []                                             # per step, for backward
+        for t in range(steps):
+            recurrent = hs[t] @ weight_hh.T
+            hh_stats = cell_stats = None
+            if layer_norm:
+                normalized, *hh_stats = kernels.layer_norm_forward(recurrent, hh_gain,
+                                                                   hh_bias, eps[0])
+            gates = x_gates[t] + (normalized if layer_norm else recurrent)
+            i, f, g = _cell_gates(gates, H)
+            xp.add(f * cs[t], i * g, out=cs[t + 1])
+            cell = cs[t + 1]
+            if layer_norm:
+                cell, *cell_stats = kernels.layer_norm_forward(cs[t + 1], cell_gain,
+                                                               cell_bias, eps[1])
+            o = sigmoid_array(gates[:, 3 * H:])
+            squashed = xp.tanh(cell)
+            xp.multiply(o, squashed, out=hs[t + 1])
+            saved.append((i, f, g, o, squashed, recurrent, hh_stats, cell_stats))
+        ctx.save_for_backward(hs, cs, weight_hh, hh_gain, cell_gain)
+        ctx.steps, ctx.layer_norm = saved, layer_norm
+        return hs[1:], cs[steps]
+
+    @staticmethod
+    def backward(ctx, grad_hs, grad_c_last):
+        hs, cs, weight_hh, hh_gain, cell_gain = ctx.saved
+        xp = get_array_module(hs)
+        kernels = get_backend(device_of(hs)).kernels
+        steps, layer_norm = len(ctx.steps), ctx.layer_norm
+        batch, H = hs.shape[1:]
+        d_gates = xp.empty((steps, batch, 4 * H), hs.dtype)     # dL/dz_t
+        d_recurrent = xp.empty_like(d_gates) if layer_norm else d_gates
+        grad_h = xp.zeros((batch, H), hs.dtype)
+        grad_c = xp.zeros((batch, H), hs.dtype) if grad_c_last is None else grad_c_last
+        norm_grads = [None, None, None, None]   # d hh_gain, d hh_bias, d cell_gain, d cell_bias
+        for t in reversed(range(steps)):
+            i, f, g, o, squashed, recurrent, hh_stats, cell_stats = ctx.steps[t]
+            if grad_hs is not None:
+                grad_h = grad_h + grad_hs[t]
+            grad_cell = _output_gate_grads(d_gates[t], grad_h, o, squashed)
+            if layer_norm:
+                grad_cell, *cell_grads = kernels.layer_norm_backward(grad_cell, cs[t + 1],
+                                                                     *cell_stats, cell_gain)
+                _accumulate(norm_grads, 2, cell_grads)
+            grad_c = _cell_gate_grads(d_gates[t], grad_c + grad_cell, i, f, g, cs[t])
+            if layer_norm:
+                d_recurrent[t], *hh_grads = kernels.layer_norm_backward(d_gates[t], recurrent,
+                                                                        *hh_stats, hh_gain)
+                _accumulate(norm_grads, 0, hh_grads)
+            grad_h = d_recurrent[t] @ weight_hh
+        flat = d_recurrent.reshape(steps * batch, 4 * H)
+        grad_weight = flat.T @ hs[:-1].reshape(steps * batch, H)
+        return (d_gates, grad_h, grad_c, grad_weight, *norm_grads, None)
+
+
+def _accumulate(sums, first, grads):
+    """Add a step's (dgain, dbias) into ``sums[first:first + 2]``."""
+    for k, grad in enumerate(grads):
+        if grad is not None:
+            sums[first + k] = grad if sums[first + k] is None else sums[first + k] + grad
