@@ -381,11 +381,15 @@ class Tanh(Function):
 
 
 def sigmoid_array(x):
-    """σ(x) = 1 / (1 + e^-x), computed as (1 + tanh(x/2)) / 2: no overflow."""
-    out = get_array_module(x).tanh(x * 0.5)
-    out *= 0.5
-    out += 0.5
-    return out
+    """σ(x) = 1 / (1 + e^-x), as PyTorch computes it.
+
+    For x below about -88.7 (float32; -709 in float64) e^-x overflows to inf
+    and σ comes out 0, its limit: NumPy's overflow warning is silenced. The
+    form (1 + tanh(x/2)) / 2 never overflows but cancels for negative x
+    (σ(-20) = 2e-9 becomes 0 in float32), and NumPy's tanh is slower than its exp.
+    """
+    with np.errstate(over="ignore"):
+        return 1 / (1 + get_array_module(x).exp(-x))
 
 
 class Sigmoid(Function):
