@@ -14,7 +14,7 @@ time step, which is most of an LSTM step's cost at small sizes.
 recurrent product and (for the LN-LSTM) both of its per-step LayerNorms
 included, with backpropagation through time written out. Its backward sums
 the recurrent weight's gradient over all steps in one product,
-dU = Σ_t dz_tᵀ h_{t-1}, instead of one small product per step.
+dU = Σ_t da_tᵀ h_{t-1} for a_t = U h_{t-1}, instead of one small product per step.
 """
 from __future__ import annotations
 
