@@ -232,3 +232,15 @@ def test_one_hot_of_an_empty_tensor_with_num_classes():
 def test_one_hot_errors(index, num_classes, error, message):
     with pytest.raises(error, match=message):
         F.one_hot(tinynet.tensor(index), num_classes)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_keeps_relative_precision_far_into_the_negative_tail(dtype):
+    """σ(x) = 1/(1 + e^-x) as torch: σ(-20) = 2.06e-9 is not rounded away, and
+    where e^-x overflows (x < -88.7 in float32) the result is 0 with no warning."""
+    x_np = np.array([-80.0, -40.0, -20.0, -5.0, -1e-3, 0.0, 1e-3, 5.0, 20.0, 80.0], dtype)
+    with np.errstate(all="raise"):
+        ours = tinynet.tensor(x_np).sigmoid().numpy()
+        assert tinynet.tensor(np.array([-1000.0], dtype)).sigmoid().item() == 0.0
+    np.testing.assert_allclose(ours, torch.sigmoid(torch.tensor(x_np)).numpy(),
+                               rtol=4 * np.finfo(dtype).eps, atol=0)
