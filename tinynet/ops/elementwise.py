@@ -412,7 +412,9 @@ class Relu(Function):
 
     @staticmethod
     def forward(ctx, x):
-        out = get_array_module(x).maximum(x, 0)
+        xp = get_array_module(x)
+        out = xp.zeros_like(x)
+        xp.maximum(x, out, out=out)      # NumPy's loop against a scalar 0 is 3x slower
         ctx.save_for_backward(out)
         return out
 
