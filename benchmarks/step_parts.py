@@ -20,14 +20,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from itertools import pairwise
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import print_table, timing_rounds  # noqa: E402
-from train_step import THREAD_VARIABLES, torch_models  # noqa: E402
+from train_step import run_clean, torch_models  # noqa: E402
 
 HERE = os.path.abspath(__file__)
 BATCHES = (4, 128)
@@ -96,13 +95,8 @@ def child(library, batch):
 
 
 def run_child(library, batch):
-    env = {k: v for k, v in os.environ.items()
-           if k not in THREAD_VARIABLES and not k.startswith("MALLOC_")}
-    result = subprocess.run([sys.executable, HERE, "--child", library, "--batch", str(batch)],
-                            env=env, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"{library} at batch {batch} failed:\n{result.stderr[-2000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return run_clean([sys.executable, HERE, "--child", library, "--batch", str(batch)], {},
+                     f"{library} at batch {batch}")
 
 
 def main():

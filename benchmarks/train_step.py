@@ -116,19 +116,24 @@ def child(library: str, repeat: int, threads) -> None:
     print(json.dumps(times))
 
 
-def run_child(library: str, variables=None, repeat: int = 5, threads=None) -> dict:
-    """:func:`child` in a fresh process with a clean environment plus ``variables``."""
+def run_clean(command: list, variables: dict, what: str) -> dict:
+    """Run ``command`` in a fresh process with a clean environment plus ``variables``;
+    return the JSON its last line of output holds."""
     env = {k: v for k, v in os.environ.items()
            if k not in THREAD_VARIABLES and not k.startswith("MALLOC_")}
-    env.update(variables or {})
+    env.update(variables)
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{result.stderr[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run_child(library: str, variables=None, repeat: int = 5, threads=None) -> dict:
+    """:func:`child` in a fresh process with a clean environment plus ``variables``."""
     command = [sys.executable, HERE, "--child", library, "--repeat", str(repeat)]
     if threads:
         command += ["--threads", str(threads)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"{library} with {variables or 'no settings'} failed:\n"
-                           f"{result.stderr[-2000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return run_clean(command, variables or {}, f"{library} with {variables or 'no settings'}")
 
 
 def median_and_spread(runs, case):

@@ -153,10 +153,9 @@ def test_one_node_layer_matches_the_stepwise_one(norm, batch_first, affine):
     T, B, D, H = 6, 3, 4, 5
     lstm = nn.LSTM(D, H, norm=norm, batch_first=batch_first, dtype=tinynet.float64)
     if norm and not affine:
-        for which in ("ih", "hh", "cell"):
+        for which, size in (("ih", 4 * H), ("hh", 4 * H), ("cell", H)):
             setattr(lstm.norms_l0, which,
-                    nn.LayerNorm(lstm.norms_l0.hh.normalized_shape if which != "cell" else H,
-                                 elementwise_affine=False, dtype=tinynet.float64))
+                    nn.LayerNorm(size, elementwise_affine=False, dtype=tinynet.float64))
     x_np = rng.standard_normal((B, T, D) if batch_first else (T, B, D))
     state_np = rng.standard_normal((2, B, H))
     w_out, w_c = rng.standard_normal((T, B, H)), rng.standard_normal((B, H))
