@@ -11,10 +11,12 @@ that has just finished still spins for a while), which is what a user of one
 library never sees. Rows: the 784-1000-1000-10 MLP with LayerNorm at batch 4
 and 128, and the LN-LSTM (sequential MNIST rows: 28 steps of 28 pixels,
 hidden 128) at batch 64; the PyTorch models are the same architectures (the
-LN-LSTM written as the same per-step loop). A cell is the median over rounds
+LN-LSTM written as the same per-step loop), and nanoGPT's GPT at its CPU recipe
+(benchmarks/torch_gpt.py: one iteration is forward, backward, clipping and
+AdamW; PyTorch runs nanoGPT's model.py with its fused attention). A cell is the median over rounds
 of each process's median step, with the spread over rounds; ratio = tinynet /
-PyTorch. Target at the defaults: ratio ≤ 0.8. ``--kernels`` runs tinynet on
-another rung of the kernel ladder (kernels/ladder.py).
+PyTorch. Targets at the defaults: ratio ≤ 0.8 (MLP, LSTM), ≤ 0.9 (GPT).
+``--kernels`` runs tinynet on another rung of the kernel ladder (kernels/ladder.py).
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+from torch_gpt import gpt_iteration  # noqa: E402
+
 from common import print_table, timing_rounds  # noqa: E402
 
 HERE = os.path.abspath(__file__)
@@ -36,7 +40,8 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 CASES = [("MLP+LN 784-1000-1000-10, batch 4", "mlp", (4, 784)),
          ("MLP+LN 784-1000-1000-10, batch 128", "mlp", (128, 784)),
-         ("LN-LSTM 28x28 steps, hidden 128, batch 64", "lstm", (64, 28, 28))]
+         ("LN-LSTM 28x28 steps, hidden 128, batch 64", "lstm", (64, 28, 28)),
+         ("GPT 4x128, context 64, batch 12 (+ clipping, AdamW)", "gpt", None)]
 
 
 def torch_models(torch):
@@ -111,7 +116,10 @@ def child(library: str, repeat: int, threads) -> None:
         tinynet.set_num_threads(threads)
     times = {}
     for name, kind, shape in CASES:
-        step = training_steps(kind, shape, torch)[library]
+        if kind == "gpt":
+            step = gpt_iteration(library)
+        else:
+            step = training_steps(kind, shape, torch)[library]
         times[name] = timing_rounds({library: step}, repeat=repeat).median(library)
     print(json.dumps(times))
 

@@ -37,7 +37,7 @@ class Rung:
 
 REFERENCE = Rung("reference", "tinynet.kernels.reference",
                  "the spec: NumPy (or CuPy) array code, next to the paper's equations",
-                 NORM_KERNELS + ("adam_step",))
+                 NORM_KERNELS + ("adam_step", "gelu_forward", "gelu_backward"))
 
 LADDERS = {
     "cpu": (

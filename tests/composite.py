@@ -1,6 +1,6 @@
 """Teaching counterparts built from primitive ops, used to check the fused ones."""
 __all__ = ["composite_layer_norm", "normalize_over_time", "composite_batch_norm_train",
-           "composite_lstm_cell"]
+           "composite_lstm_cell", "composite_attention"]
 
 
 def composite_layer_norm(x, weight, bias, eps=1e-5):
@@ -37,3 +37,17 @@ def composite_lstm_cell(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, norms=N
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     c_read = c if norms is None else norms.normalize("cell", c, step)
     return o.sigmoid() * c_read.tanh(), c
+
+
+def composite_attention(q, k, v, mask=None, scale=None):
+    """softmax(scale · q kᵀ + mask) v from primitive ops (Vaswani et al., 2017, Eq. 1):
+    the teaching form of F.scaled_dot_product_attention. A bool ``mask`` is True
+    where a query may attend (SDPA's convention); a float one is added. Unlike the
+    fused op, a query with every key masked gets NaN (softmax of −∞ only)."""
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = (q @ k.transpose(-2, -1)) * scale
+    if mask is not None and mask.dtype == bool:
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+    elif mask is not None:
+        scores = scores + mask
+    return scores.softmax(dim=-1) @ v

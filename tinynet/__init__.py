@@ -48,6 +48,7 @@ from .creation import (
     zeros_like,
 )
 from .ops import (
+    Generator,
     abs,
     argmax,
     argmin,
@@ -56,8 +57,10 @@ from .ops import (
     clamp,
     clip,
     concatenate,
+    erf,
     exp,
     flatten,
+    gather,
     log,
     log_softmax,
     logsumexp,
@@ -67,6 +70,7 @@ from .ops import (
     mean,
     min,
     minimum,
+    multinomial,
     permute,
     relu,
     reshape,
@@ -79,7 +83,10 @@ from .ops import (
     std,
     sum,
     tanh,
+    topk,
     transpose,
+    tril,
+    triu,
     unbind,
     unsqueeze,
     var,
@@ -104,6 +111,7 @@ __all__ = [
     "log", "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum",
     "permute", "relu", "reshape", "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack",
     "std", "sum", "tanh", "transpose", "unbind", "unsqueeze", "var", "where",
+    "gather", "topk", "tril", "triu", "multinomial", "Generator", "erf",
     # checkpoints, threads
     "CheckpointError", "load", "save", "get_num_threads", "set_num_threads",
 ]

@@ -3,7 +3,7 @@
 Op code is written once against ``xp = get_array_module(array)`` (the pattern of
 DeZero and Chainer). What differs per device lives in a :class:`Backend`:
 its array module, its random generator, and its *kernel table*, the place
-where fused kernels (LayerNorm, RMSNorm, the Adam update) plug in. The NumPy
+where fused kernels (LayerNorm, RMSNorm, the Adam update, the GELU) plug in. The NumPy
 reference implementations in ``tinynet.kernels.reference`` are the spec every
 table entry must agree with.
 
@@ -163,7 +163,7 @@ class KernelTable:
 
     The normalization kernels come from the device's kernel ladder: the rung
     chosen by :func:`use_kernels`, else the device's default. Other kernels
-    (the Adam update) come from ``entries``, a map of name to
+    (the Adam update, the GELU) come from ``entries``, a map of name to
     ``"module:function"``, and so does a kernel plugged in with
     :meth:`register` when no rung is chosen. Modules are imported on first
     use, so that ``import tinynet`` compiles nothing.
@@ -241,13 +241,16 @@ _seed = None
 
 
 def _make_cpu_backend() -> Backend:
-    kernels = KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu_adam:adam_step"})
+    kernels = KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu_adam:adam_step",
+                                  "gelu_forward": "tinynet.kernels.cpu_gelu:gelu_forward",
+                                  "gelu_backward": "tinynet.kernels.cpu_gelu:gelu_backward"})
     return Backend("cpu", np, kernels, np.random.default_rng)
 
 
 def _make_cuda_backend() -> Backend:
     cupy = _require_cuda()
-    kernels = KernelTable("cuda", {"adam_step": "tinynet.kernels.reference:adam_step"})
+    kernels = KernelTable("cuda", {name: f"tinynet.kernels.reference:{name}"
+                                   for name in ("adam_step", "gelu_forward", "gelu_backward")})
     return Backend("cuda", cupy, kernels, cupy.random.default_rng)
 
 

@@ -69,12 +69,16 @@ def _current_umask() -> int:
     return mask
 
 
-def _encode(obj, arrays: list):
-    """A JSON-able skeleton of ``obj``; arrays are set aside in ``arrays``."""
+def _encode(obj, arrays: dict):
+    """A JSON-able skeleton of ``obj``; arrays are set aside in ``arrays`` (by the
+    id of the array, so that one shared by two entries, as a tied weight is in
+    a state dict, is stored once and both entries point at it)."""
     if isinstance(obj, (Tensor, np.ndarray)) or hasattr(obj, "__cuda_array_interface__"):
-        arrays.append(as_numpy(obj.data if isinstance(obj, Tensor) else obj))
+        array = obj.data if isinstance(obj, Tensor) else obj
+        if id(array) not in arrays:
+            arrays[id(array)] = (len(arrays), array)
         kind = "tensor" if isinstance(obj, Tensor) else "array"
-        return {"__" + kind + "__": len(arrays) - 1}
+        return {"__" + kind + "__": arrays[id(array)][0]}
     if isinstance(obj, dict):
         return {"__dict__": [[_encode(k, arrays), _encode(v, arrays)] for k, v in obj.items()]}
     if isinstance(obj, (list, tuple)):
@@ -102,9 +106,9 @@ def _decode(node, arrays):
 
 def save(obj, path) -> None:
     """Write ``obj`` (a state dict, or dicts/lists of tensors, arrays and numbers)."""
-    arrays: list = []
+    arrays: dict = {}
     structure = json.dumps(_encode(obj, arrays))
-    named = {f"a{i}": a for i, a in enumerate(arrays)}
+    named = {f"a{i}": as_numpy(a) for i, a in arrays.values()}
     named[_STRUCTURE_KEY] = np.array(structure)
     with atomic_write(path) as f:
         np.savez(f, **named)

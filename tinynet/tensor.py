@@ -314,6 +314,7 @@ class Tensor(InPlaceMethods):
     def masked_fill(self, mask, value): return ops.masked_fill(self, mask, value)
 
     def exp(self): return ops.exp(self)
+    def erf(self): return ops.erf(self)
     def log(self): return ops.log(self)
     def sqrt(self): return ops.sqrt(self)
     def abs(self): return ops.abs(self)
@@ -376,6 +377,13 @@ class Tensor(InPlaceMethods):
         return ops.split(self, split_size_or_sections, dim)
 
     def unbind(self, dim=0): return ops.unbind(self, dim)
+    def tril(self, diagonal=0): return ops.tril(self, diagonal)
+    def triu(self, diagonal=0): return ops.triu(self, diagonal)
+    def gather(self, dim, index): return ops.gather(self, dim, index)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        return ops.topk(self, k, dim, largest, sorted)
+
     def chunk(self, chunks, dim=0): return ops.chunk(self, chunks, dim)
 
     def t(self):

@@ -1,4 +1,4 @@
-"""Data loading, with PyTorch's names: datasets, a DataLoader, MNIST.
+"""Data loading, with PyTorch's names: datasets, a DataLoader, MNIST, Tiny Shakespeare.
 
 ::
 
@@ -14,6 +14,8 @@
 * :mod:`~tinynet.data.sampler`: ``Sampler``, ``SequentialSampler``, ``RandomSampler``,
   ``SubsetRandomSampler``, ``BatchSampler``, ``DistributedSampler``;
 * :mod:`~tinynet.data.mnist`: ``MNIST``, ``load_mnist``, ``download_mnist``;
+* :mod:`~tinynet.data.text`: ``CharCorpus``, ``load_tinyshakespeare``: character-level
+  text, its vocabulary, the 90/10 split and random (B, T) batches;
 * :mod:`~tinynet.data.idx`: reading and writing MNIST's IDX files;
 * :mod:`~tinynet.data.files`: atomic writes and verified downloads.
 """
@@ -30,9 +32,10 @@ from .sampler import (
     SequentialSampler,
     SubsetRandomSampler,
 )
+from .text import CharCorpus, load_tinyshakespeare
 
 __all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "default_collate",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "BatchSampler", "DistributedSampler", "MNIST", "load_mnist",
            "download_mnist", "MNISTFormatError", "DownloadError", "ChecksumError", "read_idx",
-           "write_idx"]
+           "write_idx", "CharCorpus", "load_tinyshakespeare"]

@@ -16,6 +16,7 @@ from ..ops import (
     log_softmax,
     one_hot,
     relu,
+    scaled_dot_product_attention,
     sigmoid,
     silu,
     softmax,
@@ -27,7 +28,7 @@ from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
            "cross_entropy", "nll_loss", "mse_loss", "layer_norm", "rms_norm", "batch_norm",
-           "gelu", "silu", "one_hot", "embedding"]
+           "gelu", "silu", "one_hot", "embedding", "scaled_dot_product_attention"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -52,12 +53,17 @@ def _target_array(target, like):
     return get_backend(like.device).asarray(array)
 
 
-def cross_entropy(input, target, reduction: str = "mean"):
-    """Softmax cross-entropy from logits (N, C) and class indices (N,)."""
+def cross_entropy(input, target, reduction: str = "mean", ignore_index: int = -100):
+    """Softmax cross-entropy from logits (N, C) and class indices (N,).
+
+    Rows whose target is ``ignore_index`` (PyTorch's default −100) add nothing:
+    the mean is over the other rows.
+    """
     _check_reduction(reduction)
     target = _target_array(target, input)
-    check_class_targets(input.shape, target, "cross_entropy")
-    return CrossEntropyFunction.apply(input, target, reduction)
+    check_class_targets(input.shape, target, "cross_entropy", ignore_index)
+    ignore = ignore_index if bool((target == ignore_index).any()) else None
+    return CrossEntropyFunction.apply(input, target, reduction, ignore)
 
 
 def nll_loss(input, target, reduction: str = "mean"):

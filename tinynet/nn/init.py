@@ -5,13 +5,23 @@ import math
 
 from ..backend import get_backend
 
-__all__ = ["uniform_", "zeros_", "ones_", "constant_"]
+__all__ = ["uniform_", "normal_", "zeros_", "ones_", "constant_"]
 
 
 def uniform_(tensor, low: float = 0.0, high: float = 1.0):
     """Fill ``tensor`` in place with U(low, high) samples; return it."""
     backend = get_backend(tensor.device)
     tensor.data[...] = backend.rng.uniform(low, high, tensor.shape).astype(tensor.dtype)
+    return tensor
+
+
+def normal_(tensor, mean: float = 0.0, std: float = 1.0):
+    """Fill ``tensor`` in place with N(mean, std²) samples; return it (GPT-2 and
+    nanoGPT initialise their weights with ``normal_(w, 0.0, 0.02)``)."""
+    if not std >= 0:
+        raise ValueError(f"normal_: std must be non-negative, got {std}")
+    backend = get_backend(tensor.device)
+    tensor.data[...] = backend.rng.normal(mean, std, tensor.shape).astype(tensor.dtype)
     return tensor
 
 

@@ -101,7 +101,15 @@ class _Loss(Module):
 
 
 class CrossEntropyLoss(_Loss):
-    function = staticmethod(F.cross_entropy)
+    """Softmax cross-entropy from logits (N, C) and class indices (N,); targets
+    equal to ``ignore_index`` add nothing."""
+
+    def __init__(self, reduction: str = "mean", ignore_index: int = -100):
+        super().__init__(reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.cross_entropy(input, target, self.reduction, self.ignore_index)
 
 
 class NLLLoss(_Loss):

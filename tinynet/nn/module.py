@@ -1,7 +1,8 @@
 """Module: the container of parameters, buffers and sub-modules (as torch.nn).
 
 Assigning a :class:`Parameter`, a :class:`Module` or a registered buffer to an
-attribute registers it, so that ``parameters()``, ``state_dict()``, ``to()``
+attribute registers it (the containers that hold modules by index or by name
+are in :mod:`tinynet.nn.containers`), so that ``parameters()``, ``state_dict()``, ``to()``
 and ``train()``/``eval()`` reach everything in the tree.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 from ..backend import as_numpy, get_backend
 from ..tensor import Tensor, device_and_dtype
 
-__all__ = ["Parameter", "Module", "Sequential", "ModuleList"]
+__all__ = ["Parameter", "Module"]
 
 
 class Parameter(Tensor):
@@ -269,52 +270,3 @@ class Module:
 def _array(value):
     """The NumPy array behind a Tensor or array-like value of a state dict."""
     return as_numpy(value.data) if isinstance(value, Tensor) else as_numpy(value)
-
-
-class _Container(Module):
-    """Indexing, length and iteration over the registered sub-modules."""
-
-    def _add(self, module) -> None:
-        """Register ``module`` under the next index. Anything that is not a
-        Module is refused: setattr would keep it as a plain attribute, and
-        forward() and parameters() would silently skip it."""
-        if not isinstance(module, Module):
-            raise TypeError(f"{type(self).__name__} holds Modules; got {type(module).__name__} "
-                            f"{module!r} (wrap a function in a Module, e.g. nn.ReLU())")
-        setattr(self, str(len(self._modules)), module)
-
-    def __getitem__(self, index):
-        return list(self._modules.values())[index]
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-
-class Sequential(_Container):
-    """Modules applied one after another."""
-
-    def __init__(self, *modules):
-        super().__init__()
-        for module in modules:
-            self._add(module)
-
-    def forward(self, x):
-        for module in self._modules.values():
-            x = module(x)
-        return x
-
-
-class ModuleList(_Container):
-    """A list of modules whose parameters are registered."""
-
-    def __init__(self, modules=()):
-        super().__init__()
-        for module in modules:
-            self.append(module)
-
-    def append(self, module: Module) -> "ModuleList":
-        self._add(module)
-        return self

@@ -16,13 +16,14 @@ class LayerNorm(Module):
 
     Each sample is normalized over its trailing ``normalized_shape`` dims by
     its own mean and (biased) variance, ε inside the square root, then
-    scaled by ``weight`` (init 1) and shifted by ``bias`` (init 0). The
+    scaled by ``weight`` (init 1) and shifted by ``bias`` (init 0; none with
+    ``bias=False``, as GPT-style models often use). The
     computation never looks across the batch: training and inference agree,
     and batch size 1 works.
     """
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
-                 dtype=None, device="cpu"):
+                 bias: bool = True, dtype=None, device="cpu"):
         super().__init__()
         if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
@@ -32,9 +33,11 @@ class LayerNorm(Module):
         if elementwise_affine:
             shape = self.normalized_shape
             self.weight = Parameter(creation.ones(shape, dtype=dtype, device=device))
-            self.bias = Parameter(creation.zeros(shape, dtype=dtype, device=device))
         else:
             self.register_parameter("weight", None)
+        if elementwise_affine and bias:
+            self.bias = Parameter(creation.zeros(shape, dtype=dtype, device=device))
+        else:
             self.register_parameter("bias", None)
 
     def forward(self, x):

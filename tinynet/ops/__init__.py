@@ -1,6 +1,7 @@
 """Every differentiable operation: one Function class per op (see autograd.py),
 and the plain functions that apply them. Tensor methods dispatch here."""
 from .activation import erf, gelu, silu
+from .attention import scaled_dot_product_attention
 from .conversion import cast, to_device
 from .elementwise import (
     abs,
@@ -26,7 +27,7 @@ from .elementwise import (
 )
 from .embedding import embedding, one_hot
 from .linalg import linear, matmul
-from .random import dropout
+from .random import Generator, dropout, multinomial
 from .reduction import (
     argmax,
     argmin,
@@ -41,6 +42,7 @@ from .reduction import (
     sum,
     var,
 )
+from .select import gather, topk, tril, triu
 from .shape import (
     cat,
     chunk,
@@ -62,11 +64,12 @@ from .shape import (
 )
 
 __all__ = [
-    "erf", "gelu", "silu", "cast", "to_device", "abs", "add", "clamp", "clip", "compare", "div",
-    "exp", "log", "masked_fill", "maximum", "minimum", "mul", "neg", "pow", "relu", "sigmoid",
-    "sqrt", "sub", "tanh", "where", "embedding", "one_hot", "linear", "matmul", "dropout",
-    "argmax", "argmin", "log_softmax", "logsumexp", "max", "mean", "min", "norm", "softmax", "std",
-    "sum", "var", "cat", "chunk", "clone", "concatenate", "expand", "flatten", "getitem",
-    "permute", "repeat", "reshape", "split", "squeeze", "stack", "transpose", "unbind",
-    "unsqueeze", "view",
+    "erf", "gelu", "silu", "scaled_dot_product_attention", "cast", "to_device", "abs", "add",
+    "clamp", "clip", "compare", "div", "exp", "log", "masked_fill", "maximum", "minimum", "mul",
+    "neg", "pow", "relu", "sigmoid", "sqrt", "sub", "tanh", "where", "embedding", "one_hot",
+    "linear", "matmul", "dropout", "argmax", "argmin", "log_softmax", "logsumexp", "max", "mean",
+    "min", "norm", "softmax", "std", "sum", "var", "cat", "chunk", "clone", "concatenate",
+    "expand", "flatten", "getitem", "permute", "repeat", "reshape", "split", "squeeze", "stack",
+    "transpose", "unbind", "unsqueeze", "view", "Generator", "multinomial", "gather", "topk",
+    "tril", "triu",
 ]

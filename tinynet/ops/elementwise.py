@@ -4,9 +4,15 @@ Each backward returns the local derivative times the incoming gradient,
 summed back to the input's shape by :func:`~tinynet.autograd.unbroadcast`
 when the input was broadcast. Python numbers are constants: they get no
 gradient and do not change the tensor's dtype (float32 stays float32).
+
+At the edges (0, inf, NaN) values and gradients are PyTorch's. inf and NaN are
+values, not errors: the ops raise no NumPy warnings for them
+(:func:`no_fp_warnings`), and a gradient that PyTorch defines by a mask is
+masked with :func:`zero_where`, never multiplied by 0 (0 · inf is NaN).
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import operator
 
@@ -40,6 +46,33 @@ def _grad_for(grad, shape):
     return None if shape is None else unbroadcast(grad, shape)
 
 
+def no_fp_warnings(cls):
+    """Run a Function's forward and backward with NumPy's floating-point warnings
+    off: log 0 = -inf, 0 / 0 = NaN and inf - inf = NaN come out silently, as in
+    PyTorch."""
+    def quiet(method):
+        @functools.wraps(method)
+        def run(*args, **params):
+            with np.errstate(all="ignore"):
+                return method(*args, **params)
+        return staticmethod(run)
+
+    cls.forward, cls.backward = quiet(cls.forward), quiet(cls.backward)
+    return cls
+
+
+def zero_where(mask, x):
+    """``x`` with 0 where ``mask`` is True: selected, not multiplied by 0, so an inf
+    or NaN there does not turn into NaN (PyTorch masks its gradients this way)."""
+    return get_array_module(x).where(mask, x.dtype.type(0), x)
+
+
+def sign(x):
+    """-1, 0 or 1, and 0 at NaN: PyTorch's sign, which its gradients of |x| use."""
+    xp = get_array_module(x)
+    return zero_where(xp.isnan(x), xp.sign(x))
+
+
 def broadcast(name, op, a, b):
     """``op(a, b)`` with a clear error when the shapes do not broadcast."""
     try:
@@ -52,6 +85,7 @@ def broadcast(name, op, a, b):
 
 # ----------------------------------------------------------------- binary ops
 
+@no_fp_warnings
 class Add(Function):
     backward_reads_inputs = False
 
@@ -66,6 +100,7 @@ class Add(Function):
         return _grad_for(grad, shape_a), _grad_for(grad, shape_b)
 
 
+@no_fp_warnings
 class Sub(Function):
     backward_reads_inputs = False
 
@@ -80,6 +115,7 @@ class Sub(Function):
         return _grad_for(grad, shape_a), None if shape_b is None else unbroadcast(-grad, shape_b)
 
 
+@no_fp_warnings
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -94,6 +130,7 @@ class Mul(Function):
         return grad_a, grad_b
 
 
+@no_fp_warnings
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
@@ -111,12 +148,31 @@ class Div(Function):
         return grad_a, grad_b
 
 
+def _power(a, b):
+    """a ** b; a Python-number exponent of 0.5 or -0.5 is sqrt(a) or 1 / sqrt(a), as
+    in PyTorch: (-0.0) ** 0.5 = -0.0 and (-inf) ** 0.5 = NaN (C's pow: 0.0 and inf)."""
+    if isinstance(b, numbers.Number) and b in (0.5, -0.5):
+        root = get_array_module(a).sqrt(a)
+        return root if b > 0 else 1 / root
+    return broadcast("pow", operator.pow, a, b)
+
+
+@no_fp_warnings
 class Pow(Function):
-    """a ** b: d/da = b a^(b-1), d/db = a^b log a."""
+    """a ** b: d/da = b a^(b-1), d/db = a^b log a, with PyTorch's two exceptions:
+
+    * where b = 0, a ** b is the constant 1 and d/da = 0, also at a = 0 (where
+      b a^(b-1) is 0 · inf) and at a = NaN;
+    * where a = 0 and b >= 0, a ** b is 0 or 1 and d/db = 0, not 0 · log 0.
+
+    Elsewhere the formulas stand, inf and NaN included: d/db is NaN for a < 0
+    (log a is NaN, even where b is an integer and a ** b is finite), and
+    0 ** b for b < 0 is inf, with infinite gradients.
+    """
 
     @staticmethod
     def forward(ctx, a, b):
-        out = broadcast("pow", operator.pow, a, b)
+        out = _power(a, b)
         ctx.save_for_backward(a, b, out)
         return out
 
@@ -125,15 +181,16 @@ class Pow(Function):
         a, b, out = ctx.saved
         grad_a = grad_b = None
         if ctx.needs_input_grad(0):
-            grad_a = _grad_for(grad * b * a ** (b - 1), _shape(a))
+            grad_a = _grad_for(zero_where(b == 0, grad * b * _power(a, b - 1)), _shape(a))
         if ctx.needs_input_grad(1):
-            xp = get_array_module(out)
-            grad_b = _grad_for(grad * out * xp.log(a), _shape(b))
+            log_a = get_array_module(out).log(a)
+            grad_b = _grad_for(grad * zero_where((a == 0) & (b >= 0), out * log_a), _shape(b))
         return grad_a, grad_b
 
 
 class Maximum(Function):
-    """Elementwise max; at ties each input gets half the gradient (as PyTorch)."""
+    """Elementwise max; at ties each input gets half the gradient, and where either
+    is NaN (so is the max) both get all of it, as in PyTorch."""
 
     @staticmethod
     def forward(ctx, a, b):
@@ -144,10 +201,9 @@ class Maximum(Function):
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved
-        half = grad.dtype.type(0.5)
-        share_a = (a > b).astype(grad.dtype) + (a == b).astype(grad.dtype) * half
-        return (_grad_for(grad * share_a, _shape(a)),
-                _grad_for(grad * (1 - share_a), _shape(b)))
+        shared = get_array_module(grad).where(a == b, grad * grad.dtype.type(0.5), grad)
+        return (_grad_for(zero_where(a < b, shared), _shape(a)),
+                _grad_for(zero_where(a > b, shared), _shape(b)))
 
 
 class Where(Function):
@@ -205,7 +261,7 @@ class MaskedFill(Function):
 
 
 class Clip(Function):
-    """Clamp to [low, high]; the gradient passes where low <= x <= high."""
+    """Clamp to [low, high]; the gradient passes where low <= x <= high (not at NaN)."""
 
     @staticmethod
     def forward(ctx, x, low, high):
@@ -223,7 +279,7 @@ class Clip(Function):
             inside = x >= low
         if high is not None:
             inside = inside & (x <= high)
-        return grad * inside, None, None
+        return zero_where(~inside, grad), None, None
 
 
 def add(a, b):
@@ -311,6 +367,7 @@ class Neg(Function):
         return -grad
 
 
+@no_fp_warnings
 class Exp(Function):
     backward_reads_inputs = False
 
@@ -326,6 +383,7 @@ class Exp(Function):
         return grad * out
 
 
+@no_fp_warnings
 class Log(Function):
     @staticmethod
     def forward(ctx, x):
@@ -338,6 +396,7 @@ class Log(Function):
         return grad / x
 
 
+@no_fp_warnings
 class Sqrt(Function):
     backward_reads_inputs = False
 
@@ -353,6 +412,7 @@ class Sqrt(Function):
         return grad / (2 * out)
 
 
+@no_fp_warnings
 class Abs(Function):
     @staticmethod
     def forward(ctx, x):
@@ -362,9 +422,10 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved
-        return grad * get_array_module(x).sign(x)
+        return grad * sign(x)
 
 
+@no_fp_warnings
 class Tanh(Function):
     backward_reads_inputs = False
 
@@ -392,6 +453,7 @@ def sigmoid_array(x):
         return 1 / (1 + get_array_module(x).exp(-x))
 
 
+@no_fp_warnings
 class Sigmoid(Function):
     backward_reads_inputs = False
 
@@ -408,6 +470,8 @@ class Sigmoid(Function):
 
 
 class Relu(Function):
+    """max(x, 0); the gradient passes where the output is above 0 or NaN (as PyTorch)."""
+
     backward_reads_inputs = False
 
     @staticmethod
@@ -421,7 +485,7 @@ class Relu(Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved
-        return grad * (out > 0)
+        return zero_where(out <= 0, grad)
 
 
 def exp(x):

@@ -1,11 +1,16 @@
-"""Operations that draw random numbers from the device's seeded generator."""
+"""Operations that draw random numbers: from the device's seeded generator, or
+from a :class:`Generator` of their own."""
 from __future__ import annotations
+
+import numbers
+
+import numpy as np
 
 from ..autograd import Function
 from ..backend import device_of, get_backend
 from ..hyperparameters import check_real
 
-__all__ = ["dropout"]
+__all__ = ["dropout", "multinomial", "Generator"]
 
 
 class Dropout(Function):
@@ -35,3 +40,75 @@ def dropout(x, p=0.5, training=True):
     if p == 1:
         return x * 0
     return Dropout.apply(x, p)
+
+
+class Generator:
+    """A random number generator of its own, as ``torch.Generator``:
+    ``g = tinynet.Generator().manual_seed(1337)`` makes sampling repeatable
+    without touching the global seed."""
+
+    def __init__(self, device="cpu"):
+        self.device = device
+        self._backend = get_backend(device)
+        self.rng = self._backend.xp.random.default_rng()
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self.rng = self._backend.xp.random.default_rng(seed)
+        return self
+
+
+def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):
+    """Draw ``num_samples`` category indices per row of the weights ``input``
+    ((C,) or (B, C); non-negative, not necessarily normalized), as
+    ``torch.multinomial``. Without ``replacement`` a category is drawn at most once
+    per row (each draw renormalizes over the ones left). Returns int64 indices.
+    """
+    from ..tensor import Tensor
+    weights = input.data if isinstance(input, Tensor) else input
+    if weights.ndim not in (1, 2) or not np.issubdtype(weights.dtype, np.floating):
+        raise ValueError(f"multinomial: expected a 1-D or 2-D floating point tensor of "
+                         f"weights, got shape {tuple(weights.shape)} and dtype {weights.dtype}")
+    rows = weights.reshape(1, -1) if weights.ndim == 1 else weights
+    xp = get_backend(device_of(rows)).xp
+    categories = rows.shape[1]
+    if (isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral)
+            or num_samples < 1):
+        raise ValueError(f"multinomial: num_samples must be a positive integer, got "
+                         f"{num_samples!r}")
+    if not replacement and num_samples > categories:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement "
+                         f"from {categories} categories")
+    if bool((rows < 0).any()) or not bool(xp.isfinite(rows).all()):
+        raise ValueError("multinomial: weights must be finite and non-negative")
+    if bool((rows.sum(axis=1) <= 0).any()):
+        raise ValueError("multinomial: every row of weights needs a positive sum")
+    positive = int((rows > 0).sum(axis=1).min())
+    if not replacement and num_samples > positive:
+        raise ValueError(f"multinomial: cannot draw {num_samples} samples without replacement "
+                         f"from a row with {positive} categories of positive weight")
+    rng = (generator.rng if generator is not None else get_backend(device_of(rows)).rng)
+    rows = rows.astype(np.float64)
+    num_samples = int(num_samples)
+    samples = xp.empty((rows.shape[0], num_samples), dtype=np.int64)
+    left = rows.copy()
+    for s in range(num_samples):
+        cumulative = xp.cumsum(left, axis=1)
+        draw = rng.random((rows.shape[0], 1)) * cumulative[:, -1:]
+        chosen = xp.minimum((cumulative <= draw).sum(axis=1), categories - 1)
+        chosen = _skip_empty(left, chosen)
+        samples[:, s] = chosen
+        if not replacement:
+            left[xp.arange(rows.shape[0]), chosen] = 0
+    return Tensor._make(samples if weights.ndim == 2 else samples[0])
+
+
+def _skip_empty(weights, chosen):
+    """Rounding can land a draw on a category of weight 0 at the top end: move it
+    to the last category with a positive weight."""
+    xp = get_backend(device_of(weights)).xp
+    rows = xp.arange(weights.shape[0])
+    empty = weights[rows, chosen] == 0
+    if bool(empty.any()):
+        last = weights.shape[1] - 1 - xp.argmax((weights > 0)[:, ::-1], axis=1)
+        chosen = xp.where(empty, last, chosen)
+    return chosen

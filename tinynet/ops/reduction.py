@@ -2,7 +2,8 @@
 
 Dimensions follow PyTorch (``dim``, ``keepdim``); NumPy's ``axis`` and
 ``keepdims`` are accepted as aliases. The backward of a reduction copies the
-incoming gradient back along the reduced axes (``_expand``).
+incoming gradient back along the reduced axes (``_expand``). At inf and NaN the
+values and gradients are PyTorch's, as for the elementwise ops.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 from ..autograd import Function
 from ..backend import get_array_module
 from ..tensor import Tensor
+from .elementwise import no_fp_warnings, sign, zero_where
 
 __all__ = ["sum", "mean", "var", "std", "norm", "max", "min", "argmax", "argmin",
            "logsumexp", "softmax", "log_softmax", "resolve_dims", "normalize_axis"]
@@ -66,6 +68,7 @@ def _count(shape, axes):
     return int(np.prod([shape[a] for a in axes]))
 
 
+@no_fp_warnings
 class Sum(Function):
     backward_reads_inputs = False
 
@@ -79,6 +82,7 @@ class Sum(Function):
         return _expand(grad, *ctx.meta), None, None
 
 
+@no_fp_warnings
 class Mean(Function):
     backward_reads_inputs = False
 
@@ -93,6 +97,7 @@ class Mean(Function):
         return _expand(grad / _count(shape, axes), *ctx.meta), None, None
 
 
+@no_fp_warnings
 class Var(Function):
     """Variance with Bessel's ``correction`` (1: unbiased, 0: biased)."""
 
@@ -117,6 +122,7 @@ class Var(Function):
         return _expand(grad, shape, axes, keepdim) * deviation * (2 / dof), None, None, None
 
 
+@no_fp_warnings
 class Std(Function):
     """The square root of :class:`Var`; where it is 0 the gradient is 0 (as PyTorch),
     not the 0/0 of the chain rule through sqrt."""
@@ -131,17 +137,17 @@ class Std(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        xp = get_array_module(grad)
-        zero = ctx.out == 0
-        return Var.backward(ctx, xp.where(zero, 0, grad / (2 * xp.where(zero, 1, ctx.out))))
+        return Var.backward(ctx, zero_where(ctx.out == 0, grad / (2 * ctx.out)))
 
 
+@no_fp_warnings
 class Norm(Function):
     """The p-norm over ``axes``: (Σ |x|^p)^(1/p); max |x| for p = inf, min |x| for
     p = -inf, the number of non-zeros for p = 0.
 
     The gradients are PyTorch's: 0 where the norm is 0, sign(x) for p = 1 (0 at
-    x = 0), and for p = ±inf shared evenly by the elements that attain it.
+    x = 0 and at NaN), and for p = ±inf shared evenly by the elements that attain
+    it (a NaN attains a NaN norm).
     """
 
     @staticmethod
@@ -172,21 +178,27 @@ class Norm(Function):
             return None, None, None, None
         xp = get_array_module(x)
         grad = grad.reshape(out.shape)
-        zero = grad.dtype.type(0)
+        size = xp.abs(x)
         if p == 1:
-            dx = xp.sign(x) * grad
+            dx = sign(x) * grad
         elif p in (np.inf, -np.inf):
-            hits = (xp.abs(x) == out).astype(grad.dtype)
-            dx = xp.sign(x) * hits * (grad / hits.sum(axis=axes, keepdims=True))
+            hits = attains(size, out).astype(grad.dtype)
+            dx = sign(x) * hits * (grad / hits.sum(axis=axes, keepdims=True))
         elif p < 1:
-            at_zero = x == 0             # |x|^(p-1) is infinite there: PyTorch uses 0
-            power = xp.where(at_zero, zero, xp.where(at_zero, 1, xp.abs(x)) ** (p - 1))
-            dx = xp.sign(x) * power * grad * out ** (1 - p)
+            # |x|^(p-1) is infinite at x = 0: PyTorch uses 0
+            dx = sign(x) * zero_where(x == 0, size ** (p - 1)) * grad * out ** (1 - p)
+        elif p == 2:
+            dx = grad * zero_where(out == 0, x / out)
         else:
-            # d norm / dx = x |x|^(p-2) / norm^(p-1), and 0 where the norm is 0
-            scale = xp.where(out == 0, zero, grad / xp.where(out == 0, 1, out) ** (p - 1))
-            dx = x * scale if p == 2 else xp.sign(x) * xp.abs(x) ** (p - 1) * scale
+            # d norm / dx = sign(x) |x|^(p-1) / norm^(p-1), and 0 where the norm is 0
+            dx = sign(x) * size ** (p - 1) * zero_where(out == 0, grad / out ** (p - 1))
         return dx, None, None, None
+
+
+def attains(x, extreme):
+    """Where ``x`` equals its max or min ``extreme``; a NaN attains it too (the max
+    of values holding a NaN is NaN), as PyTorch's gradients of max and min count."""
+    return (x == extreme) | get_array_module(x).isnan(x)
 
 
 class AllMax(Function):
@@ -201,8 +213,8 @@ class AllMax(Function):
     @staticmethod
     def backward(ctx, grad):
         x, out = ctx.saved
-        hits = (x == out).astype(grad.dtype)
-        return grad * hits / hits.sum(), None
+        hits = attains(x, out)
+        return zero_where(~hits, grad / hits.sum(dtype=grad.dtype)), None
 
 
 class TakeAlongAxis(Function):
@@ -227,6 +239,7 @@ class TakeAlongAxis(Function):
         return full, None, None, None
 
 
+@no_fp_warnings
 class LogSumExp(Function):
     """log Σ exp(x), shifted by the max so that nothing overflows."""
 
@@ -252,6 +265,7 @@ def _reduced_shape(shape, axes):
     return tuple(n for i, n in enumerate(shape) if axes is not None and i not in axes)
 
 
+@no_fp_warnings
 class Softmax(Function):
     backward_reads_inputs = False
 
@@ -270,6 +284,7 @@ class Softmax(Function):
         return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
 
 
+@no_fp_warnings
 class LogSoftmax(Function):
     backward_reads_inputs = False
 
