@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The GPU checks in one go (under 10 minutes): the CUDA kernel tests on the GPU
 # (simulator off), then the kernel ladder's GPU table, the GPU benchmark, a
-# profile of the host side of a small call, the three training scripts' median
+# profile of the host side of a small call, the four training scripts' median
 # step times on the GPU and on the CPU, and a profile of GPU training; a short
 # summary table comes last, one line per part and per measurement. A part that
 # fails is marked there, and the parts after it still run.
 #
 # Time, estimated for an H200 machine: the parts before the training runs take
-# at most their limits, 90 + 150 + 120 + 150 + 60 s, and usually less; the nine
+# at most their limits, 90 + 150 + 120 + 150 + 60 s, and usually less; the eleven
 # training runs take 10-30 s each (start-up, data, compiling the kernels, then a
-# few seconds of steps): 6-9 minutes in all. Every part after the tests gets at
+# few seconds of steps): 6-10 minutes in all. Every part after the tests gets at
 # most what is left of 9.5 minutes from the start, and is skipped when that is
 # spent, so that the whole stays under 10 minutes.
 #
@@ -113,9 +113,10 @@ if (( sweep )); then
     part launch-sweep 120 "$PYTHON" "$repo/benchmarks/gpu_launch_sweep.py"
 fi
 
-# The median step that a training run prints ("median step 1.23 ms"), in ms.
+# The median step that a training run prints ("median step 1.23 ms", or the GPT's
+# "median iteration 1.23 ms"), in ms.
 median_ms() {
-    { grep -o 'median step [0-9.]* ms' "$work/$1.log" 2>/dev/null || true; } \
+    { grep -oE 'median (step|iteration) [0-9.]* ms' "$work/$1.log" 2>/dev/null || true; } \
         | tail -n 1 | cut -d' ' -f3
 }
 
@@ -142,6 +143,10 @@ steps ln_lstm-batch64 ln_lstm.py --task mnist --norm layer --steps 50 --eval-eve
 # One configuration in one worker process, which computes on one thread (the cpu column).
 steps sweep-batch128 batch_size_sweep.py --norms layer --batch-sizes 128 --seeds 0 \
     --examples 6400 --workers 1 --out "$work/sweep"
+# nanoGPT's GPT, its CPU recipe (4 layers, 128 channels, context 64, batch 12) for 100
+# iterations: one evaluation at the start and one at the end, on 2 batches each.
+steps char_lm-gpt char_lm.py --preset cpu --max-iters 100 --eval-interval 100 \
+    --eval-iters 2 --sample 0 --no-progress
 
 # Where GPU training spends the host's time, 500 steps at batch 4. The second table
 # counts the calls that bring values to the host (item, get, asnumpy, tolist) or wait

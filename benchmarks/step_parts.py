@@ -1,18 +1,32 @@
-"""Where a training step's time goes, tinynet vs PyTorch: forward, backward, Adam,
+"""Where a training step's time goes, tinynet vs PyTorch: each phase of a step,
 and the step's matrix products timed alone.
 
-    python benchmarks/step_parts.py [--rounds 3]
+    python benchmarks/step_parts.py [--rounds 3] [--only mlp|gpt]
 
-The model is train_step.py's MLP (784-1000-1000-10 with LayerNorm) at batch 4
-and 128. Each library runs in processes of its own at its default threads, the
-rounds alternating between them (as in train_step.py). A process times each
-phase of 40 steps (forward with the loss, backward, ``Adam.step``) and takes
-their medians; then, in the same process, it times the eight matrix products
-of a step at the same shapes and layouts with the library's own product
-(NumPy's for tinynet, torch's for PyTorch): x Wᵀ for the three layers, dW = dyᵀ x
-for the three and dx = dy W for the upper two. "rest" is the step less those
-products: what the framework adds around BLAS. A cell is the median over the
-rounds. Nothing here asserts.
+Two models: train_step.py's MLP (784-1000-1000-10 with LayerNorm) at batch 4
+and 128, and nanoGPT's GPT at its CPU recipe (benchmarks/torch_gpt.py: 4
+layers, 4 heads, 128 channels, context 64, batch 12). Each library runs in
+processes of its own at its default threads, the rounds alternating between
+them (as in train_step.py). A process times each phase of 40 steps and takes
+their medians: for the MLP forward with the loss, backward and ``Adam.step``;
+for the GPT forward with the loss, backward, ``clip_grad_norm_(…, 1.0)`` and
+``AdamW.step`` with ``zero_grad``. Then, in the same process, it times the
+step's matrix products at the same shapes and layouts with the library's own
+product (NumPy's ``np.matmul`` for tinynet, ``torch.matmul`` for PyTorch):
+
+* MLP: x Wᵀ for the three layers, dW = dyᵀ x for the three and dx = dy W for
+  the upper two;
+* GPT: for each of its 17 Linears (per layer c_attn 128→384, c_proj 128→128,
+  c_fc 128→512, mlp c_proj 512→128; and lm_head 128→65), on 768 = 12·64 rows,
+  x Wᵀ, dx = dy W and dW = dyᵀ x; and per layer the attention's batched
+  products at (12, 4, 64, 32), q, k and v the strided views of c_attn's output
+  that the model makes: q kᵀ and P v forward, dO vᵀ, Pᵀ dO, dS k and dSᵀ q
+  backward. (PyTorch's fused attention does not run these products; they are
+  what the same arithmetic costs in torch.matmul.)
+
+"rest" is the step less those products: what the framework adds around BLAS.
+A cell is the median over the rounds. For tinynet's GPT it also prints
+iteration / products alone (target ≤ 1.25). Nothing here asserts.
 """
 from __future__ import annotations
 
@@ -25,108 +39,180 @@ import time
 from itertools import pairwise
 
 sys.path.insert(0, os.path.dirname(__file__))
+from torch_gpt import BATCH, RECIPE, GPTRun  # noqa: E402
+
 from common import print_table, timing_rounds  # noqa: E402
 from train_step import run_clean, torch_models  # noqa: E402
 
 HERE = os.path.abspath(__file__)
 BATCHES = (4, 128)
 SIZES = (784, 1000, 1000, 10)
-PHASES = ("forward", "backward", "Adam")
+MLP_PHASES = ("forward", "backward", "Adam")
+GPT_PHASES = ("forward", "backward", "clip", "AdamW")
 
 
-def step_phases(lib, model, x, y, steps=40):
-    """Median seconds of each phase of a training step."""
+def phase_medians(phases: dict, before=None, steps: int = 40, warmup: int = 5) -> dict:
+    """Median seconds of each phase of a step: ``phases`` maps each name to a
+    function of no arguments, called in order, once a step; ``before`` (if
+    given) runs untimed at the start of each step."""
+    times = {name: [] for name in phases}
+    for step in range(warmup + steps):
+        if before is not None:
+            before()
+        for name, fn in phases.items():
+            start = time.perf_counter()
+            fn()
+            if step >= warmup:
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def mlp_phases(lib, model, x, y) -> dict:
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = lib.nn.functional.cross_entropy
-    times = {phase: [] for phase in PHASES}
-    for step in range(steps + 5):
-        opt.zero_grad()
-        start = time.perf_counter()
-        loss = loss_fn(model(x), y)
-        forward = time.perf_counter()
-        loss.backward()
-        backward = time.perf_counter()
-        opt.step()
-        done = time.perf_counter()
-        if step >= 5:
-            for phase, seconds in zip(PHASES, (forward - start, backward - forward,
-                                               done - backward), strict=True):
-                times[phase].append(seconds)
-    return {phase: statistics.median(t) for phase, t in times.items()}
+    state = {}
+    return phase_medians({"forward": lambda: state.update(loss=loss_fn(model(x), y)),
+                          "backward": lambda: state["loss"].backward(),
+                          "Adam": opt.step}, before=opt.zero_grad)
 
 
-def products(matmul, arrays):
-    """The step's eight products on ``arrays`` (inputs, weights, output gradients)."""
-    activations, weights, grads = arrays
+def gpt_phases(library) -> dict:
+    """The phases of torch_gpt.GPTRun's iteration."""
+    run = GPTRun(library)
+    state = {}
+    return phase_medians({"forward": lambda: state.update(loss=run.forward()),
+                          "backward": lambda: state["loss"].backward(),
+                          "clip": run.clip, "AdamW": run.update})
 
+
+def mlp_products(rng, batch) -> list:
+    """(a, b) of the MLP step's eight products a @ b, as NumPy arrays."""
+    activations = [rng.random((batch, n), dtype="float32") for n in SIZES[:-1]]
+    weights = [rng.random((m, n), dtype="float32") for n, m in pairwise(SIZES)]
+    grads = [rng.random((batch, m), dtype="float32") for m in SIZES[1:]]
+    return ([(a, w.T) for a, w in zip(activations, weights, strict=True)]      # x Wᵀ
+            + [(g.T, a) for a, g in zip(activations, grads, strict=True)]      # dW = dyᵀ x
+            + [(g, w) for g, w in zip(grads[1:], weights[1:], strict=True)])   # dx = dy W
+
+
+def gpt_products(rng) -> list:
+    """(a, b) of the GPT iteration's products a @ b, as NumPy arrays in the
+    model's layouts (see the module docstring)."""
+    n_layer, heads, channels = RECIPE["n_layer"], RECIPE["n_head"], RECIPE["n_embd"]
+    steps, rows = RECIPE["block_size"], BATCH * RECIPE["block_size"]
+    width = channels // heads
+
+    def array(*shape):
+        return rng.random(shape, dtype="float32")
+
+    linears = [(channels, 3 * channels), (channels, channels), (channels, 4 * channels),
+               (4 * channels, channels)] * n_layer + [(channels, RECIPE["vocab_size"])]
+    pairs = []
+    for n_in, n_out in linears:
+        x, w, dy = array(rows, n_in), array(n_out, n_in), array(rows, n_out)
+        pairs += [(x, w.T), (dy, w), (dy.T, x)]                  # x Wᵀ, dx = dy W, dW = dyᵀ x
+    for _ in range(n_layer):
+        # q, k, v: views of c_attn's output (B, T, 3, heads, width); dO: of (B, T, heads, width)
+        q, k, v = array(BATCH, steps, 3, heads, width).transpose(2, 0, 3, 1, 4)
+        d_out = array(BATCH, steps, heads, width).transpose(0, 2, 1, 3)
+        weights, d_scores = array(BATCH, heads, steps, steps), array(BATCH, heads, steps, steps)
+        pairs += [(q, k.mT), (weights, v),                                   # forward
+                  (d_out, v.mT), (weights.mT, d_out), (d_scores, k), (d_scores.mT, q)]
+    return pairs
+
+
+def products(matmul, pairs):
+    """A function of no arguments that runs ``matmul(a, b)`` for every pair."""
     def run():
-        for a, w in zip(activations, weights, strict=True):
-            matmul(a, w.T)                                    # forward: x Wᵀ
-        for a, g in zip(activations, grads, strict=True):
-            matmul(g.T, a)                                    # dW = dyᵀ x
-        for g, w in zip(grads[1:], weights[1:], strict=True):
-            matmul(g, w)                                      # dx = dy W (upper layers)
+        for a, b in pairs:
+            matmul(a, b)
     return run
 
 
-def child(library, batch):
+def child(library, model_name, batch):
     import numpy as np
     rng = np.random.default_rng(0)
-    x = rng.random((batch, SIZES[0]), dtype=np.float32)
-    y = rng.integers(0, 10, batch)
-    arrays = ([rng.random((batch, n), dtype=np.float32) for n in SIZES[:-1]],
-              [rng.random((m, n), dtype=np.float32) for n, m in pairwise(SIZES)],
-              [rng.random((batch, m), dtype=np.float32) for m in SIZES[1:]])
+    pairs = gpt_products(rng) if model_name == "gpt" else mlp_products(rng, batch)
     if library == "torch":
         import torch
-        lib, model = torch, torch_models(torch)["mlp"]()
-        x, y = torch.tensor(x), torch.tensor(y)
-        arrays = tuple([torch.tensor(a) for a in group] for group in arrays)
-        matmul = torch.matmul
+        convert, matmul = torch.from_numpy, torch.matmul     # keeps the NumPy strides
     else:
-        import tinynet
-        from tinynet.models import MLP
-        lib, model = tinynet, MLP("layer")
-        x, y = tinynet.tensor(x), tinynet.tensor(y)
-        matmul = np.matmul
-    result = step_phases(lib, model, x, y)
-    result["products"] = timing_rounds({"p": products(matmul, arrays)}, repeat=7).median("p")
+        convert, matmul = (lambda a: a), np.matmul
+    pairs = [(convert(a), convert(b)) for a, b in pairs]
+    if model_name == "gpt":
+        result = gpt_phases(library)
+    else:
+        x = rng.random((batch, SIZES[0]), dtype=np.float32)
+        y = rng.integers(0, 10, batch)
+        if library == "torch":
+            lib, model, x, y = torch, torch_models(torch)["mlp"](), torch.tensor(x), torch.tensor(y)
+        else:
+            import tinynet
+            from tinynet.models import MLP
+            lib, model, x, y = tinynet, MLP("layer"), tinynet.tensor(x), tinynet.tensor(y)
+        result = mlp_phases(lib, model, x, y)
+    result["products"] = timing_rounds({"p": products(matmul, pairs)}, repeat=7).median("p")
     print(json.dumps(result))
 
 
-def run_child(library, batch):
-    return run_clean([sys.executable, HERE, "--child", library, "--batch", str(batch)], {},
-                     f"{library} at batch {batch}")
+def run_child(library, model_name, batch=None):
+    command = [sys.executable, HERE, "--child", library, "--model", model_name]
+    if batch is not None:
+        command += ["--batch", str(batch)]
+    return run_clean(command, {}, f"{library} {model_name}" + (f" at batch {batch}" if batch
+                                                                 else ""))
+
+
+def phase_rows(case, libraries, phases, rounds, model_name, batch=None):
+    """Table rows of one case, and {library: (step ms, products ms)}."""
+    runs = {library: [] for library in libraries}
+    for _ in range(rounds):
+        for library in libraries:
+            runs[library].append(run_child(library, model_name, batch))
+    rows, totals = [], {}
+    for library in libraries:
+        cell = {key: statistics.median(r[key] for r in runs[library]) * 1e3
+                for key in (*phases, "products")}
+        step = sum(cell[phase] for phase in phases)
+        rows.append([case, library, *(cell[p] for p in phases), step, cell["products"],
+                     step - cell["products"]])
+        totals[library] = step, cell["products"]
+    return rows, totals
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3, help="processes per library and batch")
+    parser.add_argument("--rounds", type=int, default=3, help="processes per library and case")
+    parser.add_argument("--only", choices=("mlp", "gpt"), help="one model's table only")
     parser.add_argument("--child", choices=("tinynet", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--model", choices=("mlp", "gpt"), help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        return child(args.child, args.batch)
+        return child(args.child, args.model, args.batch)
     try:
         import torch  # noqa: F401
         libraries = ("tinynet", "torch")
     except ImportError:
         libraries = ("tinynet",)
-    rows = []
-    for batch in BATCHES:
-        runs = {library: [] for library in libraries}
-        for _ in range(args.rounds):
-            for library in libraries:
-                runs[library].append(run_child(library, batch))
-        for library in libraries:
-            cell = {key: statistics.median(r[key] for r in runs[library]) * 1e3
-                    for key in (*PHASES, "products")}
-            step = sum(cell[phase] for phase in PHASES)
-            rows.append([f"batch {batch}", library, *(cell[p] for p in PHASES), step,
-                         cell["products"], step - cell["products"]])
-    print_table(f"MLP+LN 784-1000-1000-10 training step, median ms, default threads "
-                f"({os.cpu_count()} cores), {args.rounds} processes each",
-                ["case", "library", *PHASES, "step", "products alone", "rest"], rows)
+    where = f"default threads ({os.cpu_count()} cores), {args.rounds} processes each"
+    if args.only != "gpt":
+        rows = []
+        for batch in BATCHES:
+            rows += phase_rows(f"batch {batch}", libraries, MLP_PHASES, args.rounds, "mlp",
+                               batch)[0]
+        print_table(f"MLP+LN 784-1000-1000-10 training step, median ms, {where}",
+                    ["case", "library", *MLP_PHASES, "step", "products alone", "rest"], rows)
+    if args.only != "mlp":
+        case = (f"{RECIPE['n_layer']}x{RECIPE['n_embd']}, context {RECIPE['block_size']}, "
+                f"batch {BATCH}")
+        rows, totals = phase_rows(case, libraries, GPT_PHASES, args.rounds, "gpt")
+        print_table(f"GPT (nanoGPT's CPU recipe) training iteration, median ms, {where}",
+                    ["case", "library", *GPT_PHASES, "iteration", "products alone", "rest"],
+                    rows)
+        iteration, alone = totals["tinynet"]
+        print(f"\ntinynet GPT: iteration / products alone = {iteration / alone:.2f} "
+              f"(target ≤ 1.25)")
 
 
 if __name__ == "__main__":

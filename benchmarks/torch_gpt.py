@@ -64,33 +64,55 @@ def torch_gpt(torch, n_layer, n_head, n_embd, block_size, vocab_size, bias):
     return GPT()
 
 
-def gpt_iteration(library: str, seed: int = 0):
-    """One training iteration of the recipe's GPT with ``library`` ('tinynet' or
-    'torch'), as a function of no arguments; each call draws a new batch."""
-    import numpy as np
-    rng = np.random.default_rng(seed)
-    if library == "torch":
-        import torch
-        model = torch_gpt(torch, **RECIPE)
-        decay = [p for p in model.parameters() if p.dim() >= 2]
-        no_decay = [p for p in model.parameters() if p.dim() < 2]
-        optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                                       {"params": no_decay, "weight_decay": 0.0}],
-                                      lr=1e-3, betas=(0.9, 0.99))
-        tensor, clip = torch.tensor, torch.nn.utils.clip_grad_norm_
-    else:
-        import tinynet
-        from tinynet.models import GPT, GPTConfig
-        model = GPT(GPTConfig(**RECIPE))
-        optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.99))
-        tensor, clip = tinynet.tensor, tinynet.nn.utils.clip_grad_norm_
+class GPTRun:
+    """The recipe's GPT, its AdamW and a batch generator, in ``library`` ('tinynet' or
+    'torch'); ``block_size`` overrides the recipe's context."""
 
-    def iteration():
-        idx = rng.integers(0, RECIPE["vocab_size"], (BATCH, RECIPE["block_size"]))
-        targets = rng.integers(0, RECIPE["vocab_size"], (BATCH, RECIPE["block_size"]))
-        _, loss = model(tensor(idx), tensor(targets))
-        loss.backward()
-        clip(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-    return iteration
+    def __init__(self, library: str, seed: int = 0, block_size: int = RECIPE["block_size"]):
+        import numpy as np
+        self.recipe = dict(RECIPE, block_size=block_size)
+        self.rng = np.random.default_rng(seed)
+        if library == "torch":
+            import torch
+            self.model = torch_gpt(torch, **self.recipe)
+            decay = [p for p in self.model.parameters() if p.dim() >= 2]
+            no_decay = [p for p in self.model.parameters() if p.dim() < 2]
+            self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                                                {"params": no_decay, "weight_decay": 0.0}],
+                                               lr=1e-3, betas=(0.9, 0.99))
+            self.tensor, self.clip_grad_norm_ = torch.tensor, torch.nn.utils.clip_grad_norm_
+        else:
+            import tinynet
+            from tinynet.models import GPT, GPTConfig
+            self.model = GPT(GPTConfig(**self.recipe))
+            self.optimizer = self.model.configure_optimizers(0.1, 1e-3, (0.9, 0.99))
+            self.tensor, self.clip_grad_norm_ = tinynet.tensor, tinynet.nn.utils.clip_grad_norm_
+
+    def batch(self):
+        """A new (idx, targets) pair of random tokens, (BATCH, block_size)."""
+        shape = (BATCH, self.recipe["block_size"])
+        vocabulary = self.recipe["vocab_size"]
+        return (self.tensor(self.rng.integers(0, vocabulary, shape)),
+                self.tensor(self.rng.integers(0, vocabulary, shape)))
+
+    def forward(self):
+        return self.model(*self.batch())[1]
+
+    def clip(self):
+        return self.clip_grad_norm_(self.model.parameters(), 1.0)
+
+    def update(self):
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def iteration(self):
+        """Forward with the loss, backward, clipping, AdamW."""
+        self.forward().backward()
+        self.clip()
+        self.update()
+
+
+def gpt_iteration(library: str, seed: int = 0, block_size: int = RECIPE["block_size"]):
+    """One training iteration of the recipe's GPT with ``library``, as a function of
+    no arguments; each call draws a new batch."""
+    return GPTRun(library, seed, block_size).iteration

@@ -37,7 +37,8 @@ class Rung:
 
 REFERENCE = Rung("reference", "tinynet.kernels.reference",
                  "the spec: NumPy (or CuPy) array code, next to the paper's equations",
-                 NORM_KERNELS + ("adam_step", "gelu_forward", "gelu_backward"))
+                 NORM_KERNELS + ("adam_step", "gelu_forward", "gelu_backward",
+                                 "attention_softmax_forward", "attention_softmax_backward"))
 
 LADDERS = {
     "cpu": (

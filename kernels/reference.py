@@ -32,7 +32,8 @@ import numpy as np
 from tinynet.backend import get_array_module
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms_norm_backward",
-           "adam_step", "erf", "gelu_forward", "gelu_backward"]
+           "adam_step", "erf", "gelu_forward", "gelu_backward", "attention_softmax_forward",
+           "attention_softmax_backward"]
 
 SQRT_HALF = math.sqrt(0.5)
 ONE_OVER_SQRT_TWO_PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -168,15 +169,45 @@ def erf(x):
 
 
 def gelu_forward(x):
-    """GELU(x) = x Φ(x) (Hendrycks & Gimpel, 2016), Φ(x) = (1 + erf(x/√2))/2,
-    operation for operation as PyTorch computes it."""
-    return x * 0.5 * (1 + erf(x * SQRT_HALF))
+    """GELU(x) = x Φ(x) (Hendrycks & Gimpel, 2016), Φ(x) = (1 + erf(x/√2))/2.
+    Returns (y, Φ(x)): the backward reuses Φ."""
+    cdf = 0.5 * (1 + erf(x * SQRT_HALF))
+    return x * cdf, cdf
 
 
-def gelu_backward(grad, x):
+def gelu_backward(grad, x, cdf):
     """dGELU/dx = Φ(x) + x φ(x), φ(x) = e^(−x²/2)/√(2π), times the incoming ``grad``."""
     xp = get_array_module(x)
-    cdf = 0.5 * (1 + erf(x * SQRT_HALF))
     pdf = xp.exp(-0.5 * x * x) * ONE_OVER_SQRT_TWO_PI
     return grad * (cdf + x * pdf)
+
+
+def attention_softmax_forward(scores, bias, scale):
+    """P = softmax(scale · scores + bias) over the last axis (the attention weights
+    of Vaswani et al. 2017, Eq. 1), written into ``scores``; ``bias`` is the
+    additive mask (0 or −∞), broadcast to the scores, or None. A row that is −∞
+    everywhere (a query that may attend to nothing) becomes 0, as in PyTorch."""
+    xp = get_array_module(scores)
+    scores *= scores.dtype.type(scale)
+    if bias is not None:
+        scores += bias
+    peak = scores.max(axis=-1, keepdims=True)
+    masked_rows = xp.isneginf(peak)
+    peak[masked_rows] = 0
+    scores -= peak
+    xp.exp(scores, out=scores)
+    total = scores.sum(axis=-1, keepdims=True)
+    total[masked_rows] = 1
+    scores *= 1 / total
+    return scores
+
+
+def attention_softmax_backward(grad_weights, weights, scale):
+    """dS = scale · P ∘ (dP − rowsum(dP ∘ P)): the gradient at the scores S given the
+    one at the weights P = softmax(scale · S + bias), written into ``grad_weights``."""
+    product = grad_weights * weights
+    grad_weights[...] = product
+    grad_weights -= weights * product.sum(axis=-1, keepdims=True)
+    grad_weights *= grad_weights.dtype.type(scale)
+    return grad_weights
 

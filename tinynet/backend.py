@@ -3,7 +3,8 @@
 Op code is written once against ``xp = get_array_module(array)`` (the pattern of
 DeZero and Chainer). What differs per device lives in a :class:`Backend`:
 its array module, its random generator, and its *kernel table*, the place
-where fused kernels (LayerNorm, RMSNorm, the Adam update, the GELU) plug in. The NumPy
+where fused kernels (LayerNorm, RMSNorm, the Adam update, the GELU, the
+attention's softmax) plug in. The NumPy
 reference implementations in ``tinynet.kernels.reference`` are the spec every
 table entry must agree with.
 
@@ -21,6 +22,7 @@ import numpy as np
 
 __all__ = [
     "Backend", "get_backend", "get_array_module", "device_of", "as_numpy", "scatter_add",
+    "add_rows",
     "cuda_is_available", "use_kernels", "use_reference_kernels",
     "reference_kernels_forced",
 ]
@@ -102,6 +104,22 @@ def scatter_add(target, index, values) -> None:
         cupyx.scatter_add(target, index, values)
 
 
+def add_rows(target, rows, values) -> None:
+    """``target[rows[i]] += values[i]`` for each i, rows repeating: the gradient of
+    reading rows (an embedding). On the CPU the rows are sorted and each run of
+    equal rows summed at once (``add.reduceat``): NumPy's ``add.at`` goes element
+    by element, several times slower."""
+    if not isinstance(target, np.ndarray):
+        scatter_add(target, rows, values)
+        return
+    if rows.size == 0:
+        return
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    starts = np.flatnonzero(np.diff(sorted_rows, prepend=sorted_rows[0] - 1))
+    target[sorted_rows[starts]] += np.add.reduceat(values[order], starts, axis=0)
+
+
 def _parse_device(device) -> str:
     name = str(device)
     if name == "cpu":
@@ -116,6 +134,8 @@ def _parse_device(device) -> str:
 # ----------------------------------------------------------------------------
 
 _KERNELS_ENV = "TINYNET_KERNELS"
+GELU_KERNELS = ("gelu_forward", "gelu_backward")
+SOFTMAX_KERNELS = ("attention_softmax_forward", "attention_softmax_backward")
 _chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's default
 
 
@@ -163,7 +183,7 @@ class KernelTable:
 
     The normalization kernels come from the device's kernel ladder: the rung
     chosen by :func:`use_kernels`, else the device's default. Other kernels
-    (the Adam update, the GELU) come from ``entries``, a map of name to
+    (the Adam update, the GELU, the attention's softmax) come from ``entries``, a map of name to
     ``"module:function"``, and so does a kernel plugged in with
     :meth:`register` when no rung is chosen. Modules are imported on first
     use, so that ``import tinynet`` compiles nothing.
@@ -241,16 +261,17 @@ _seed = None
 
 
 def _make_cpu_backend() -> Backend:
-    kernels = KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu_adam:adam_step",
-                                  "gelu_forward": "tinynet.kernels.cpu_gelu:gelu_forward",
-                                  "gelu_backward": "tinynet.kernels.cpu_gelu:gelu_backward"})
+    kernels = KernelTable("cpu", {
+        "adam_step": "tinynet.kernels.cpu_adam:adam_step",
+        **{name: f"tinynet.kernels.cpu_gelu:{name}" for name in GELU_KERNELS},
+        **{name: f"tinynet.kernels.cpu_softmax:{name}" for name in SOFTMAX_KERNELS}})
     return Backend("cpu", np, kernels, np.random.default_rng)
 
 
 def _make_cuda_backend() -> Backend:
     cupy = _require_cuda()
     kernels = KernelTable("cuda", {name: f"tinynet.kernels.reference:{name}"
-                                   for name in ("adam_step", "gelu_forward", "gelu_backward")})
+                                   for name in ("adam_step", *GELU_KERNELS, *SOFTMAX_KERNELS)})
     return Backend("cuda", cupy, kernels, cupy.random.default_rng)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import creation
 from ..autograd import unbroadcast
-from ..backend import get_array_module
+from ..backend import device_of, get_array_module, get_backend
 from ..hyperparameters import check_count, check_real
 from ..ops.attention import ScaledDotProductAttention
 from ..tensor import Tensor
@@ -53,13 +53,14 @@ class _AttentionWithWeights(ScaledDotProductAttention):
                 grad_v = unbroadcast(kept.swapaxes(-1, -2) @ grad, v.shape)
             from_out = grad @ v.swapaxes(-1, -2)
             grad_kept = from_out if grad_kept is None else from_out + grad_kept
-        grad_scores = grad_kept * weights if drop is None else grad_kept * drop * weights
-        grad_scores -= weights * grad_scores.sum(axis=-1, keepdims=True)
+        if drop is not None:
+            grad_kept = grad_kept * drop
+        kernels = get_backend(device_of(q)).kernels
+        grad_scores = kernels.attention_softmax_backward(grad_kept.copy(), weights, 1.0)
         grad_bias = None
         if bias_shape is not None and ctx.needs_input_grad(3):
-            grad_bias = unbroadcast(grad_scores, bias_shape)
-        # not in place: unbroadcast may have returned grad_scores itself as grad_bias
-        grad_scores = grad_scores * grad_scores.dtype.type(scale)
+            grad_bias = unbroadcast(grad_scores.copy(), bias_shape)
+        grad_scores *= grad_scores.dtype.type(scale)
         grad_q = unbroadcast(grad_scores @ k, q.shape) if ctx.needs_input_grad(0) else None
         grad_k = (unbroadcast(grad_scores.swapaxes(-1, -2) @ q, k.shape)
                   if ctx.needs_input_grad(1) else None)

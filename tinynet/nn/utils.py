@@ -41,8 +41,9 @@ def _vector_norm(xp, array, norm_type: float):
     """‖array‖_p of all its elements, as a 0-d array of its dtype."""
     if norm_type == math.inf:
         return xp.abs(array).max()
-    if norm_type == 2:
-        return xp.sqrt((array * array).sum())
+    if norm_type == 2:              # Σ x² as one BLAS dot product, with no temporary
+        flat = array.reshape(-1)
+        return xp.sqrt(xp.dot(flat, flat))
     return (xp.abs(array) ** norm_type).sum() ** (1 / norm_type)
 
 

@@ -62,7 +62,8 @@ class Gelu(Function):
         if approximate == "tanh":
             inner = _SQRT_TWO_OVER_PI * (x + _GELU_TANH_CUBIC * x * x * x)
             return 0.5 * x * (1 + xp.tanh(inner))
-        return get_backend(device_of(x)).kernels.gelu_forward(x)
+        y, ctx.cdf = get_backend(device_of(x)).kernels.gelu_forward(x)
+        return y
 
     @staticmethod
     def backward(ctx, grad):
@@ -74,7 +75,7 @@ class Gelu(Function):
             inner_slope = _SQRT_TWO_OVER_PI * (1 + 3 * _GELU_TANH_CUBIC * square)
             slope = 0.5 * (1 + tanh_inner) + 0.5 * x * (1 - tanh_inner * tanh_inner) * inner_slope
             return grad * slope, None
-        return get_backend(device_of(x)).kernels.gelu_backward(grad, x), None
+        return get_backend(device_of(x)).kernels.gelu_backward(grad, x, ctx.cdf), None
 
 
 class Silu(Function):

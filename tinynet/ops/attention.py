@@ -13,7 +13,10 @@ scaled by 1/(1 − p) (all ones without dropout),
     dQ = scale · dS K,  dK = scale · dSᵀ Q,  dM = dS
 
 A query whose keys are all masked gets P = 0, so its output and gradients
-are 0 (PyTorch's convention), not the NaN of softmax over −∞ only.
+are 0 (PyTorch's convention), not the NaN of softmax over −∞ only. The
+softmax and its backward are kernels of the backend's table
+(``attention_softmax_forward``/``_backward``: the spec in kernels/reference.py,
+compiled row loops on the CPU in kernels/cpu_softmax.py).
 Every product is batched over the leading axes, which broadcast.
 """
 from __future__ import annotations
@@ -42,22 +45,6 @@ def _swap(a):
     return a.swapaxes(-1, -2)
 
 
-def _softmax_rows(scores):
-    """softmax over the last axis, in place; rows that are all −∞ become 0."""
-    xp = get_array_module(scores)
-    peak = scores.max(axis=-1, keepdims=True)
-    masked_rows = xp.isneginf(peak)
-    if masked_rows.any():
-        peak[masked_rows] = 0
-    scores -= peak
-    xp.exp(scores, out=scores)
-    total = scores.sum(axis=-1, keepdims=True)
-    if masked_rows.any():
-        total[masked_rows] = 1
-    scores *= 1 / total
-    return scores
-
-
 class ScaledDotProductAttention(Function):
     """``softmax(scale · q kᵀ + mask) v`` (see the module docstring).
 
@@ -67,11 +54,8 @@ class ScaledDotProductAttention(Function):
 
     @staticmethod
     def forward(ctx, q, k, v, bias, dropout_p, scale):
-        scores = q @ _swap(k)
-        scores *= scores.dtype.type(scale)
-        if bias is not None:
-            scores += bias
-        weights = _softmax_rows(scores)
+        kernels = get_backend(device_of(q)).kernels
+        weights = kernels.attention_softmax_forward(q @ _swap(k), bias, scale)
         kept = weights
         drop = None
         if dropout_p > 0:
@@ -94,16 +78,14 @@ class ScaledDotProductAttention(Function):
         grad_weights = grad @ _swap(v)
         if drop is not None:
             grad_weights *= drop
-        grad_scores = grad_weights * weights
-        grad_scores -= weights * grad_scores.sum(axis=-1, keepdims=True)
+        kernels = get_backend(device_of(q)).kernels
         grad_bias = None
-        if bias_shape is not None and ctx.needs_input_grad(3):
-            grad_bias = unbroadcast(grad_scores, bias_shape)
-        scale = grad_scores.dtype.type(scale)
-        if grad_bias is grad_scores:     # the mask's gradient: keep it unscaled
-            grad_scores = grad_scores * scale
+        if bias_shape is not None and ctx.needs_input_grad(3):     # dM is dS unscaled
+            grad_scores = kernels.attention_softmax_backward(grad_weights, weights, 1.0)
+            grad_bias = unbroadcast(grad_scores.copy(), bias_shape)
+            grad_scores *= grad_scores.dtype.type(scale)
         else:
-            grad_scores *= scale
+            grad_scores = kernels.attention_softmax_backward(grad_weights, weights, scale)
         grad_q = unbroadcast(grad_scores @ k, q.shape) if ctx.needs_input_grad(0) else None
         grad_k = (unbroadcast(_swap(grad_scores) @ q, k.shape)
                   if ctx.needs_input_grad(1) else None)

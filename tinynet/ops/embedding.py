@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..backend import as_numpy, get_array_module, get_backend, scatter_add
+from ..backend import add_rows, as_numpy, get_array_module, get_backend
 from ..hyperparameters import check_count
 from ..tensor import Tensor
 
@@ -53,7 +53,7 @@ class EmbeddingFunction(Function):
     def backward(ctx, grad):
         shape, dtype, indices, padding_idx = ctx.meta
         grad_weight = get_array_module(grad).zeros(shape, dtype)
-        scatter_add(grad_weight, indices.reshape(-1), grad.reshape(indices.size, shape[1]))
+        add_rows(grad_weight, indices.reshape(-1), grad.reshape(indices.size, shape[1]))
         if padding_idx is not None:
             grad_weight[padding_idx] = 0
         return grad_weight, None, None

@@ -85,7 +85,9 @@ class Linear(Function):
     def backward(ctx, grad):
         x, weight = ctx.saved
         grad2 = grad.reshape(-1, grad.shape[-1])
-        grad_x = grad @ weight if ctx.needs_input_grad(0) else None
+        grad_x = None
+        if ctx.needs_input_grad(0):      # one 2-D product: NumPy loops a 3-D one over its batch
+            grad_x = (grad2 @ weight).reshape(x.shape)
         grad_w = grad2.T @ x.reshape(-1, x.shape[-1]) if ctx.needs_input_grad(1) else None
         grad_b = grad2.sum(axis=0) if ctx.has_bias and ctx.needs_input_grad(2) else None
         return grad_x, grad_w, grad_b

@@ -1,0 +1,97 @@
+"""The attention's softmax on the CPU: :func:`tinynet.kernels.reference.attention_softmax_forward`
+and ``attention_softmax_backward`` as compiled loops over the rows of the scores.
+
+The reference makes eight NumPy passes forward and four backward over the
+(batch, heads, L, S) scores, and NumPy's max and sum along a short last axis
+(S = 64 keys) cost about three times a pass each. Here a row is read while it
+is in the cache: the scale, the mask and the row's maximum in one loop, NumPy's
+(vectorized) exp in place, then the sum and the division in a second loop; the
+backward in one loop. A mask of the scores' (L, S) shape, such as the causal
+one, is added row by row; any other is added by NumPy first.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["attention_softmax_forward", "attention_softmax_backward"]
+
+_OPTIONS = dict(cache=True, error_model="numpy")
+# The row sums may be reordered (``reassoc``), so that LLVM vectorizes them: 4x faster.
+_SUMS = dict(_OPTIONS, fastmath={"reassoc", "nsz"})
+
+
+@njit(**_OPTIONS)
+def _scale_mask_shift(rows, bias_rows, scale):
+    """row ← scale · row + bias, then row − max(row); an all −∞ row stays −∞."""
+    count, keys = rows.shape
+    queries = bias_rows.shape[0]
+    for i in range(count):
+        row, bias = rows[i], bias_rows[i % queries]
+        peak = -np.inf
+        for j in range(keys):
+            value = row[j] * scale + bias[j]
+            row[j] = value
+            peak = max(peak, value)
+        if peak != -np.inf:
+            for j in range(keys):
+                row[j] -= peak
+
+
+@njit(**_SUMS)
+def _normalize(rows):
+    for i in range(rows.shape[0]):
+        row = rows[i]
+        total = row.sum()
+        if total > 0:
+            inverse = 1 / total
+            for j in range(row.size):
+                row[j] *= inverse
+
+
+@njit(**_SUMS)
+def _backward_rows(grad_rows, weight_rows, scale):
+    for i in range(grad_rows.shape[0]):
+        grad, weight = grad_rows[i], weight_rows[i]
+        total = 0.0
+        for j in range(grad.size):
+            grad[j] *= weight[j]
+            total += grad[j]
+        for j in range(grad.size):
+            grad[j] = scale * (grad[j] - weight[j] * total)
+
+
+def _rows(a):
+    """The rows of ``a``, a C-ordered array, as a 2-D view."""
+    return a.reshape(-1, a.shape[-1])
+
+
+def attention_softmax_forward(scores, bias, scale):
+    """P = softmax(scale · scores + bias) over the last axis, written into ``scores``
+    (into a C-ordered copy if it is not C-ordered: a product's result may not be)."""
+    scores = np.ascontiguousarray(scores)
+    queries, keys = scores.shape[-2:]
+    if bias is not None and any(n != 1 for n in bias.shape[:-2]):
+        scores *= scores.dtype.type(scale)          # a mask per batch or head
+        scores += bias
+        bias, scale = None, 1.0
+    if bias is None:
+        bias_rows = np.zeros((1, keys), scores.dtype)
+    else:
+        bias_rows = np.ascontiguousarray(np.broadcast_to(
+            bias.reshape(bias.shape[-2:]) if bias.ndim > 2 else bias, (queries, keys)),
+            dtype=scores.dtype)
+    rows = _rows(scores)
+    _scale_mask_shift(rows, bias_rows, scores.dtype.type(scale))
+    np.exp(rows, out=rows)
+    _normalize(rows)
+    return scores
+
+
+def attention_softmax_backward(grad_weights, weights, scale):
+    """dS = scale · P ∘ (dP − rowsum(dP ∘ P)), written into ``grad_weights`` (or
+    into a C-ordered copy)."""
+    grad_weights = np.ascontiguousarray(grad_weights)
+    weights = np.ascontiguousarray(weights)
+    _backward_rows(_rows(grad_weights), _rows(weights), grad_weights.dtype.type(scale))
+    return grad_weights
