@@ -6,7 +6,7 @@ default; docs/kernels.md is the lesson):
 
 * CPU: ``cpu_1_textbook``, ``cpu_2_vectorized``, ``cpu_3_pipelined``,
   ``cpu_4_recycled``, ``cpu_5_typed``;
-* CUDA: ``cuda_1_block``, ``cuda_2_warp``, ``cuda`` (rows held in registers),
+* CUDA: ``cuda_1_block``, ``cuda_2_warp``, ``cuda_3_held`` (rows held in registers),
   ``cuda_4_vectors``.
 
 Every rung exposes ``layer_norm_forward``/``layer_norm_backward`` (and, but for

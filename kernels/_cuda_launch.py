@@ -1,4 +1,4 @@
-"""How the CUDA top rung (``tinynet.kernels.cuda``) is launched: plain Python.
+"""How the CUDA top rung (``tinynet.kernels.cuda_3_held``) is launched: plain Python.
 
 A :class:`Launch` says, for a row length H, which *team* of threads takes a
 row (a warp, or a block), how many of the row's elements each thread holds in

@@ -1,4 +1,4 @@
-"""The CUDA top rung's kernels for rows too long to hold in registers (cuda.py),
+"""The CUDA top rung's kernels for rows too long to hold in registers (cuda_3_held.py),
 and the kernel that adds the teams' partial sums of dgain and dbias.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Device functions of the CUDA top rung (cuda.py): sums over a team, the row
+"""Device functions of the CUDA top rung (cuda_3_held.py): sums over a team, the row
 statistics, the per-element formulas, and the loads of a held row.
 
 A *team* is the warp or the whole block that works on one row (_cuda_launch).

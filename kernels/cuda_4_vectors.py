@@ -1,6 +1,6 @@
 """CUDA rung 4, "vectors": a row's elements loaded and stored 16 bytes at a time.
 
-The idea this rung adds to rung 3 (``cuda``, "held"): fewer, wider memory
+The idea this rung adds to rung 3 (``cuda_3_held``, "held"): fewer, wider memory
 transactions. A held-row kernel is bound by the bytes it has on their way from
 memory at once; a thread that loads 4 bytes per instruction keeps fewer in
 flight than one that loads 16 (PyTorch's and llm.c's LayerNorm kernels load
@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from . import cuda as held
+from . import cuda_3_held as held
 from ._cuda_launch import Launch
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "default_launch"]
@@ -42,11 +42,11 @@ def default_launch() -> Launch:
 
 def layer_norm_forward(x, gain, bias, eps):
     """Normalize each row of ``x`` (rows, H); return ``(y, mean, rstd)``, as
-    :func:`tinynet.kernels.cuda.layer_norm_forward`. One launch."""
+    :func:`tinynet.kernels.cuda_3_held.layer_norm_forward`. One launch."""
     return held._forward(x, gain, bias, eps, default_launch())
 
 
 def layer_norm_backward(dy, x, mean, rstd, gain):
     """Gradients of :func:`layer_norm_forward`: ``(dx, dgain, dbias)``, as
-    :func:`tinynet.kernels.cuda.layer_norm_backward`. Two launches."""
+    :func:`tinynet.kernels.cuda_3_held.layer_norm_backward`. Two launches."""
     return held._backward(dy, x, mean, rstd, gain, default_launch())

@@ -61,7 +61,7 @@ LADDERS = {
              "a block per row, its threads' sums added by a tree in shared memory"),
         Rung("warp", "tinynet.kernels.cuda_2_warp",
              "a warp per row, its threads' sums added by warp shuffles"),
-        Rung("held", "tinynet.kernels.cuda",
+        Rung("held", "tinynet.kernels.cuda_3_held",
              "the row held in registers, loaded at once; a warp or a block per row",
              ("layer_norm_forward", "layer_norm_backward")),
         Rung("vectors", "tinynet.kernels.cuda_4_vectors",

@@ -1,4 +1,4 @@
-"""The Numba CUDA kernels held in registers (tinynet.kernels.cuda, rung 3, and
+"""The Numba CUDA kernels held in registers (tinynet.kernels.cuda_3_held, rung 3, and
 tinynet.kernels.cuda_4_vectors, rung 4: the same kernels with vector access)
 against the NumPy reference.
 
@@ -43,7 +43,7 @@ pytestmark = [
 ]
 
 if SIMULATED or ON_GPU:
-    from tinynet.kernels import cuda as kernels
+    from tinynet.kernels import cuda_3_held as kernels
     from tinynet.kernels._cuda_vectors import address
 
     LAUNCH = kernels.default_launch()
@@ -215,7 +215,7 @@ def test_vector_access_falls_back_to_one_element_for_misaligned_arrays():
 
 def record_lanes(monkeypatch):
     """{"forward": [...], "backward": [...]}: the ``lanes`` of each held-row kernel
-    that kernels/cuda.py launches from here on."""
+    that kernels/cuda_3_held.py launches from here on."""
     def recording(make_kernel, lanes_of_calls):
         def make_recorded_kernel(held, lanes=1):
             lanes_of_calls.append(lanes)
@@ -385,7 +385,7 @@ def test_a_numba_cuda_that_cannot_compile_under_this_numpy_is_named():
     script = ("import numpy\n"
               "if hasattr(numpy, 'row_stack'):\n"
               "    del numpy.row_stack            # as in NumPy 2.5\n"
-              "import tinynet.kernels.cuda\n"
+              "import tinynet.kernels.cuda_3_held\n"
               "from numba.cuda.np import arrayobj   # what the first kernel compile imports\n")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
@@ -431,15 +431,15 @@ def test_launch_refuses_knobs_that_cannot_launch():
 
 PUBLIC_SIMULATOR_USE = """
 import numpy as np
-from tinynet.kernels import cuda, reference
+from tinynet.kernels import cuda_3_held, reference
 rng = np.random.default_rng(0)
 x, gain, bias = rng.standard_normal((3, 40)), rng.standard_normal(40), rng.standard_normal(40)
 dy = rng.standard_normal((3, 40))
-y, mean, rstd = cuda.layer_norm_forward(x, gain, bias, 1e-5)
+y, mean, rstd = cuda_3_held.layer_norm_forward(x, gain, bias, 1e-5)
 expected = reference.layer_norm_forward(x, gain, bias, 1e-5)
 for got, want in zip((y, mean, rstd), expected, strict=True):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
-grads = cuda.layer_norm_backward(dy, x, mean, rstd, gain)
+grads = cuda_3_held.layer_norm_backward(dy, x, mean, rstd, gain)
 for got, want in zip(grads, reference.layer_norm_backward(dy, x, mean, rstd, gain), strict=True):
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 print("ok")
