@@ -23,7 +23,7 @@ import numpy as np
 
 import tinynet
 from tinynet.data import load_tinyshakespeare
-from tinynet.models import GPT, GPTConfig
+from tinynet.models import language_model
 
 
 def fixed_batches(corpus, count, batch_size, block_size, seed=2026):
@@ -37,7 +37,7 @@ def fixed_batches(corpus, count, batch_size, block_size, seed=2026):
 @tinynet.no_grad()
 def tinynet_loss(path, batches) -> tuple:
     state = tinynet.load(path)
-    model = GPT(GPTConfig(**state["config"]))
+    model = language_model(state["config"])
     model.load_state_dict(state["model"])
     model.eval()
     losses = [model(tinynet.tensor(x), tinynet.tensor(y))[1].item() for x, y in batches]

@@ -11,7 +11,7 @@ CuPy array ops) and PyTorch on CUDA when it has it, float32, on (32768, 1024),
 (8192, 4096) and (65536, 256). Bandwidth counts the minimal traffic (the
 forward reads x and writes y, 2·rows·H·4 bytes; the backward reads dy and x
 and writes dx, 3·rows·H·4 bytes) and is compared with a device-to-device copy.
-The last table says which of the issue's GPU targets are met: forward ≥ 70 %
+The last table says which of the GPU targets are met: forward ≥ 70 %
 and backward ≥ 55 % of the copy bandwidth, and no slower than PyTorch. The
 other CUDA rungs, rung 4's 16-byte vector loads and stores among them, are
 timed by benchmarks/kernel_ladder.py. Needs CuPy and a CUDA GPU; nothing here
@@ -210,7 +210,7 @@ def gpu_tables(torch):
 
 
 def print_gpu_targets(results, copy_bw):
-    """The issue's GPU targets, on kernel times: one line each, 'yes' or 'no'."""
+    """The GPU targets, on kernel times: one line each, 'yes' or 'no'."""
     rows = []
     for shape, t in results.items():
         for direction, nbytes, goal in (("forward", forward_bytes(shape), 0.70),

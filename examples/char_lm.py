@@ -1,6 +1,7 @@
-"""Character-level language models on Tiny Shakespeare: nanoGPT's GPT.
+"""Character-level language models on Tiny Shakespeare: nanoGPT's GPT, or an LSTM.
 
     python examples/char_lm.py                          # nanoGPT's CPU recipe
+    python examples/char_lm.py --model ln-lstm          # an LN-LSTM of the same size
     python examples/char_lm.py --preset tiny --out runs/tiny   # a minute or less
     python examples/char_lm.py --out runs/gpt --resume  # go on from runs/gpt/last.npz
 
@@ -12,6 +13,16 @@ layers, 4 heads, 128 channels, context 64, batch 12, 2,000 iterations, AdamW
 at 1.0, no dropout, no biases. nanoGPT's README reports a validation loss of
 about 1.88 for it. Every hyper-parameter is also a flag, which wins over the
 preset.
+
+``--model lstm`` and ``--model ln-lstm`` train ``tinynet.models.CharLSTM``
+(char-rnn's model; ``ln-lstm`` is the paper's LN-LSTM) instead, with the hidden
+size chosen so that its parameter count matches, within 10 %, that of the GPT
+the same flags describe (``--hidden-size`` sets it instead; ``--lstm-layers``
+stacks layers). Everything else is the same: data, schedule, AdamW with the
+same grouping, clipping, evaluations, checkpoints and sampling. A checkpoint
+names its model type; ``--resume`` refuses one of another type.
+``--norm-axis time`` gives the GPT the deliberately wrong LayerNorm over the
+sequence (``tinynet.models.gpt.TimeAxisLayerNorm``), which reads the future.
 
 Every ``--eval-interval`` iterations (and at the end) the train and
 validation losses are estimated on ``--eval-iters`` batches of each split
@@ -40,8 +51,9 @@ import numpy as np
 
 import tinynet
 from tinynet.data import load_tinyshakespeare
-from tinynet.models import GPT, GPTConfig
-from tinynet.models.gpt import GPT_NORMS, PLACEMENTS
+from tinynet.models import GPT, CharLSTM, GPTConfig
+from tinynet.models.char_lstm import match_hidden_size
+from tinynet.models.gpt import GPT_NORMS, NORM_AXES, PLACEMENTS
 from tinynet.serialization import atomic_write
 
 import mnist_mlp  # examples/: check_device
@@ -57,11 +69,12 @@ PRESETS = {
                  grad_clip=1.0, dropout=0.0, bias=False),
 }
 CURVE_FIELDS = ("iter", "train_loss", "val_loss", "lr")
+MODELS = {"gpt": "GPT", "lstm": "LSTM", "ln-lstm": "LN-LSTM"}     # --model: its name
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("gpt",), default="gpt")
+    parser.add_argument("--model", choices=list(MODELS), default="gpt")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu")
     for name, value in PRESETS["cpu"].items():
         flag = "--" + name.replace("_", "-")
@@ -72,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
             parser.add_argument(flag, type=type(value), default=None)
     parser.add_argument("--norm", choices=GPT_NORMS, default="layer")
     parser.add_argument("--placement", choices=PLACEMENTS, default="pre")
+    parser.add_argument("--norm-axis", choices=NORM_AXES, default="features",
+                        help="GPT: time takes LayerNorm's statistics over the sequence")
+    parser.add_argument("--hidden-size", type=int, help="LSTM: the hidden size (default: "
+                        "matched to the GPT's parameter count)")
+    parser.add_argument("--lstm-layers", type=int, default=1, help="LSTM: the layers")
     parser.add_argument("--seed", type=int, default=1337)
     parser.add_argument("--data", help="a directory holding input.txt, or the file "
                         "(default: $TINYNET_DATA/tinyshakespeare, else the bundled excerpt)")
@@ -119,6 +137,45 @@ def estimate_loss(model, corpus, s, generator) -> dict:
     return losses
 
 
+# ---------------------------------------------------------------------- models
+
+def gpt_config(s, vocab_size) -> GPTConfig:
+    return GPTConfig(block_size=s.block_size, vocab_size=vocab_size, n_layer=s.n_layer,
+                     n_head=s.n_head, n_embd=s.n_embd, dropout=s.dropout, bias=s.bias,
+                     norm=s.norm, placement=s.placement, norm_axis=s.norm_axis)
+
+
+def gpt_summary(s) -> str:
+    axis = ", statistics over time" if s.norm_axis == "time" else ""
+    return (f"{s.n_layer} layers, {s.n_head} heads, {s.n_embd} channels, context "
+            f"{s.block_size}; norm {s.norm}, {s.placement}-norm{axis}")
+
+
+def build_gpt(s, vocab_size):
+    """The model, its configuration as a checkpoint stores it, and a line about it."""
+    config = gpt_config(s, vocab_size)
+    model = GPT(config)
+    return model, {"model": "gpt", **asdict(config)}, \
+        f"GPT: {model.get_num_params() / 1e6:.2f}M parameters ({gpt_summary(s)})"
+
+
+def build_lstm(s, vocab_size):
+    """A CharLSTM with as many parameters as the GPT of these settings."""
+    norm = "layer" if s.model == "ln-lstm" else None
+    target = GPT(gpt_config(s, vocab_size)).get_num_params()
+    hidden = s.hidden_size or match_hidden_size(target, vocab_size, s.lstm_layers, norm)
+    tinynet.manual_seed(s.seed)             # the same draws as if no GPT had been built
+    model = CharLSTM(vocab_size, hidden, s.lstm_layers, norm=norm, dropout=s.dropout)
+    count = model.get_num_params()
+    return model, {"model": s.model, **model.get_config()}, (
+        f"{MODELS[s.model]}: {count / 1e6:.2f}M parameters ({count:,}; hidden size {hidden}, "
+        f"{s.lstm_layers} layers); the GPT it matches: {target / 1e6:.2f}M ({target:,}; "
+        f"{gpt_summary(s)})")
+
+
+BUILDERS = {"gpt": build_gpt, "lstm": build_lstm, "ln-lstm": build_lstm}
+
+
 # ------------------------------------------------------------------ run state
 
 class Run:
@@ -127,11 +184,8 @@ class Run:
     def __init__(self, s, corpus):
         self.s = s
         tinynet.manual_seed(s.seed)
-        self.config = GPTConfig(block_size=s.block_size, vocab_size=corpus.vocab_size,
-                                n_layer=s.n_layer, n_head=s.n_head, n_embd=s.n_embd,
-                                dropout=s.dropout, bias=s.bias, norm=s.norm,
-                                placement=s.placement)
-        self.model = GPT(self.config).to(s.device)
+        model, self.config, self.description = BUILDERS[s.model](s, corpus.vocab_size)
+        self.model = model.to(s.device)
         self.optimizer = self.model.configure_optimizers(s.weight_decay, s.learning_rate,
                                                          (s.beta1, s.beta2))
         self.batches = np.random.default_rng(s.seed)
@@ -144,7 +198,7 @@ class Run:
     def state(self) -> dict:
         device_rng = tinynet.backend.get_backend(self.s.device).rng
         return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-                "config": asdict(self.config), "iteration": self.iteration,
+                "config": self.config, "iteration": self.iteration,
                 "best_val": self.best_val, "curve": self.curve,
                 "iteration_seconds": self.iteration_seconds,
                 "generators": {"batches": self.batches.bit_generator.state,
@@ -152,9 +206,16 @@ class Run:
                                "device": _generator_state(device_rng)}}
 
     def restore(self, state: dict) -> None:
-        if state["config"] != asdict(self.config):
+        kind = state["config"].get("model", "gpt")
+        if kind != self.config["model"]:
+            raise SystemExit(f"--resume: the checkpoint is of a {kind!r} model, not this "
+                             f"run's {self.config['model']!r} (--model {kind} to go on)")
+        if kind == "gpt":     # fields added to GPTConfig since take their defaults
+            state["config"] = {"model": "gpt", **asdict(GPTConfig(
+                **{k: v for k, v in state["config"].items() if k != "model"}))}
+        if state["config"] != self.config:
             raise SystemExit(f"--resume: the checkpoint's model {state['config']} is not "
-                             f"this run's {asdict(self.config)}")
+                             f"this run's {self.config}")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.iteration, self.best_val = state["iteration"], state["best_val"]
@@ -180,7 +241,7 @@ def _set_generator_state(rng, state):
 def train(run, corpus, s, out) -> None:
     from tqdm import tqdm
     model, optimizer = run.model, run.optimizer
-    bar = tqdm(total=s.max_iters, initial=run.iteration, desc="gpt", dynamic_ncols=True,
+    bar = tqdm(total=s.max_iters, initial=run.iteration, desc=s.model, dynamic_ncols=True,
                disable=s.no_progress, mininterval=0.5)
     first = run.iteration
     for it in range(first, s.max_iters + 1):
@@ -216,9 +277,9 @@ def save_progress(run, out, improved: bool) -> None:
     """The curves (CSV, PNG), the best weights if ``improved``, then the state to go on
     from; each file replaced atomically."""
     write_curves(os.path.join(out, "curves.csv"), run.curve)
-    plot(os.path.join(out, "curves.png"), run.curve)
+    plot(os.path.join(out, "curves.png"), run.curve, MODELS[run.s.model])
     if improved:
-        tinynet.save({"model": run.model.state_dict(), "config": asdict(run.config),
+        tinynet.save({"model": run.model.state_dict(), "config": run.config,
                       "iteration": run.iteration}, os.path.join(out, "best.npz"))
     tinynet.save(run.state(), os.path.join(out, "last.npz"))
 
@@ -232,7 +293,7 @@ def write_curves(path, curve) -> None:
         f.write(buffer.getvalue())
 
 
-def plot(path, curve) -> None:
+def plot(path, curve, name="GPT") -> None:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -244,7 +305,7 @@ def plot(path, curve) -> None:
     ax.plot(its, train, marker=".", label="train")
     ax.plot(its, val, marker=".", label="validation")
     ax.set(xlabel="iteration", ylabel="cross-entropy (nats per character)",
-           title="GPT on Tiny Shakespeare")
+           title=f"{name} on Tiny Shakespeare")
     ax.legend()
     fig.tight_layout()
     with atomic_write(path, "wb") as f:
@@ -270,9 +331,7 @@ def main(argv=None) -> int:
     s = settings(args)
     corpus = load_tinyshakespeare(s.data)
     run = Run(s, corpus)
-    print(f"{corpus!r}\nGPT: {run.model.get_num_params() / 1e6:.2f}M parameters "
-          f"({s.n_layer} layers, {s.n_head} heads, {s.n_embd} channels, context "
-          f"{s.block_size}; norm {s.norm}, {s.placement}-norm)", flush=True)
+    print(f"{corpus!r}\n{run.description}", flush=True)
     if args.resume:
         last = os.path.join(s.out, "last.npz")
         if not os.path.exists(last):

@@ -285,3 +285,83 @@ def test_the_norm_and_its_placement_are_options(tmp_path, env, flags, described,
     assert (config["norm"], config["placement"]) == (norm, placement)
     assert_trains(read_curves(out / "curves.csv"))
     assert len((out / "sample.txt").read_text()) == 1 + 10
+
+
+# ------------------------------------------------------- --model lstm | ln-lstm
+
+LSTM_LINE = re.compile(r"(LN-LSTM|LSTM): 0\.03M parameters \(([0-9,]+); hidden size (\d+), "
+                       r"1 layers\); the GPT it matches: 0\.03M \(([0-9,]+); 2 layers, 2 heads, "
+                       r"32 channels, context 32; norm layer, pre-norm\)")
+
+
+@pytest.mark.parametrize("model, name, norm", [("lstm", "LSTM", None),
+                                               ("ln-lstm", "LN-LSTM", "layer")])
+def test_a_tiny_lstm_run_matches_the_gpts_size_and_trains(tmp_path, env, model, name, norm):
+    out = tmp_path / "out"
+    run = succeeded(run_script(env, *TINY, "--model", model, "--sample", "30",
+                               "--out", str(out)))
+    line = LSTM_LINE.search(run.stdout)
+    assert line and line.group(1) == name, run.stdout
+    count, hidden, target = (int(g.replace(",", "")) for g in line.groups()[1:])
+    assert abs(count - target) <= 0.1 * target
+    curve = read_curves(out / "curves.csv")
+    assert [row["iter"] for row in curve] == [0, 4, 8, 12]
+    assert_trains(curve)
+    assert curve[0]["lr"] == pytest.approx(3e-3 / 6)          # the same schedule
+    last, best = tinynet.load(out / "last.npz"), tinynet.load(out / "best.npz")
+    assert last["config"] == best["config"] == dict(
+        model=model, vocab_size=excerpt().vocab_size, hidden_size=hidden, num_layers=1,
+        norm=norm, embedding_dim=hidden, dropout=0.0)
+    assert last["model"]["lstm.weight_hh_l0"].shape == (4 * hidden, hidden)
+    assert any(key.startswith("lstm.norms_l0.") for key in last["model"]) == (norm == "layer")
+    assert sum(int(np.prod(v.shape)) for v in last["model"].values()) == count
+    sample = (out / "sample.txt").read_text()
+    assert len(sample) == 1 + 30 and set(sample) <= set(excerpt().chars)
+    assert FINAL_LINE.search(run.stdout)
+
+
+def test_an_ln_lstm_run_resumed_gives_the_same_curves_and_weights(tmp_path, env):
+    flags = [*TINY, "--model", "ln-lstm", "--sample", "12"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    succeeded(run_script(env, *flags, "--max-iters", "8", "--out", str(a)))
+    succeeded(run_script(env, *flags, "--max-iters", "4", "--out", str(b)))
+    resumed = succeeded(run_script(env, *flags, "--max-iters", "8", "--out", str(b),
+                                   "--resume"))
+    assert "resumed at iteration 4" in resumed.stdout
+    assert (b / "curves.csv").read_bytes() == (a / "curves.csv").read_bytes()
+    assert (b / "sample.txt").read_text() == (a / "sample.txt").read_text()
+    weights_a, weights_b = (tinynet.load(d / "last.npz")["model"] for d in (a, b))
+    assert set(weights_a) == set(weights_b)
+    for key, weight in weights_a.items():
+        np.testing.assert_array_equal(weights_b[key], weight, err_msg=key)
+
+
+@pytest.mark.parametrize("saved, resumed", [("gpt", "lstm"), ("lstm", "ln-lstm"),
+                                            ("ln-lstm", "gpt")])
+def test_resume_refuses_a_checkpoint_of_another_model_type(tmp_path, env, saved, resumed):
+    out = tmp_path / "out"
+    succeeded(run_script(env, *TINY, "--model", saved, "--max-iters", "4", "--sample", "0",
+                         "--out", str(out)))
+    before = {name: (out / name).read_bytes() for name in ("last.npz", "curves.csv")}
+    run = run_script(env, *TINY, "--model", resumed, "--max-iters", "8", "--sample", "0",
+                     "--out", str(out), "--resume")
+    assert run.returncode != 0
+    assert f"--resume: the checkpoint is of a {saved!r} model, not this run's {resumed!r}" \
+        in run.stderr
+    assert f"--model {saved} to go on" in run.stderr
+    assert {name: (out / name).read_bytes() for name in before} == before
+
+
+def test_the_lstm_flags_and_the_norm_axis_reach_the_models():
+    parser = char_lm.build_parser()
+    s = char_lm.settings(parser.parse_args(["--preset", "tiny", "--model", "ln-lstm",
+                                            "--hidden-size", "20", "--lstm-layers", "2"]))
+    model, config, line = char_lm.BUILDERS[s.model](s, 61)
+    assert (config["model"], config["hidden_size"], config["num_layers"], config["norm"]) == \
+        ("ln-lstm", 20, 2, "layer")
+    assert model.lstm.num_layers == 2 and "hidden size 20, 2 layers" in line
+    s = char_lm.settings(parser.parse_args(["--preset", "tiny", "--norm-axis", "time"]))
+    model, config, line = char_lm.BUILDERS[s.model](s, 61)
+    assert config["model"] == "gpt" and config["norm_axis"] == "time"
+    assert line.endswith("norm layer, pre-norm, statistics over time)")
+    assert char_lm.settings(parser.parse_args([])).norm_axis == "features"

@@ -9,7 +9,8 @@ Methods follow PyTorch's names and signatures (``x.sum(dim, keepdim)``,
 ``x.transpose(d0, d1)``...); NumPy's ``axis``/``keepdims`` are accepted too.
 All of the arithmetic lives in :mod:`tinynet.ops`; this class only dispatches.
 The in-place methods (``add_``, ``zero_``, ``copy_``...) and their rules live
-in :mod:`tinynet.inplace`.
+in :mod:`tinynet.inplace`; the trigonometric, rounding, logical and bitwise
+methods (``sin``, ``round``, ``prod``, ``//``, ``&``...) in :mod:`tinynet.math_methods`.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 from . import autograd, hooks
 from . import backend as _backend
 from .inplace import InPlaceMethods
+from .math_methods import MathMethods
 
 __all__ = ["Tensor"]
 
@@ -37,7 +39,7 @@ def device_and_dtype(args, device=None, dtype=None):
     return device, dtype
 
 
-class Tensor(InPlaceMethods):
+class Tensor(InPlaceMethods, MathMethods):
     # _version counts the in-place writes to this tensor (see tinynet.inplace).
     # _grad_hooks / _post_accumulate_hooks: a leaf's hooks (tinynet.hooks), or None.
     __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "_version",

@@ -18,6 +18,12 @@ Two choices are configuration, not copies of the model:
   a final norm) or ``'post'`` (the original Transformer: the norm after each
   residual sum, x = norm_1(x + attn(x)), and no final norm). Xiong et al. (2020)
   show that at initialisation Post-LN's gradients grow toward the output layer.
+
+A third exists only to be wrong: ``norm_axis='time'`` (with ``norm='layer'``)
+takes each LayerNorm's statistics over the whole sequence of a sample instead
+of over the features of one position (:class:`TimeAxisLayerNorm`). The model
+then sees the future, and ``tinynet.testing.check_causal`` says so. The
+default, ``'features'``, is the paper's LayerNorm.
 """
 from __future__ import annotations
 
@@ -26,14 +32,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import creation, nn, ops, optim
-from ..autograd import no_grad
+from .. import creation, nn
 from ..nn import functional as F
+from .generation import configure_adamw, generate, windowed_next_logits
 
-__all__ = ["GPT", "GPTConfig", "GPT_NORMS", "PLACEMENTS"]
+__all__ = ["GPT", "GPTConfig", "GPT_NORMS", "PLACEMENTS", "NORM_AXES", "TimeAxisLayerNorm"]
 
 GPT_NORMS = ("layer", "rms", "none")
 PLACEMENTS = ("pre", "post")
+NORM_AXES = ("features", "time")
 
 
 @dataclass
@@ -49,6 +56,7 @@ class GPTConfig:
     bias: bool = True           # biases in the Linear layers and LayerNorms
     norm: str = "layer"
     placement: str = "pre"
+    norm_axis: str = "features"     # 'time': the deliberately wrong TimeAxisLayerNorm
 
     def __post_init__(self):
         if self.norm not in GPT_NORMS:
@@ -56,6 +64,13 @@ class GPTConfig:
         if self.placement not in PLACEMENTS:
             raise ValueError(f"GPTConfig: placement must be one of {PLACEMENTS}, got "
                              f"{self.placement!r}")
+        if self.norm_axis not in NORM_AXES:
+            raise ValueError(f"GPTConfig: norm_axis must be one of {NORM_AXES}, got "
+                             f"{self.norm_axis!r}")
+        if self.norm_axis == "time" and self.norm != "layer":
+            raise ValueError(f"GPTConfig: norm_axis='time' is LayerNorm over the sequence "
+                             f"(TimeAxisLayerNorm) and needs norm='layer', got "
+                             f"norm={self.norm!r}")
         for name in ("block_size", "vocab_size", "n_layer", "n_head", "n_embd"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -67,7 +82,38 @@ class GPTConfig:
             raise ValueError(f"GPTConfig: dropout must be in [0, 1), got {self.dropout}")
 
 
+class TimeAxisLayerNorm(nn.Module):
+    """A deliberate mistake, kept to fail ``tinynet.testing.check_causal``:
+    LayerNorm with its statistics taken over the whole sequence of a sample.
+
+    For x (B, T, C), y[b, t, c] = weight[c] · (x[b, t, c] − μ_b) / σ_b + bias[c],
+    with μ_b and σ_b² the mean and (biased) variance of all T·C values of x[b];
+    gain and bias are per channel, as LayerNorm's. The statistics over the
+    sequence include the later positions, so every output depends on the
+    future: a model trained with it reads tokens it is meant to predict, and
+    its outputs at earlier positions change as a text is generated. The
+    paper's LayerNorm takes μ and σ over the C features of one position, which
+    keeps the GPT (and the LN-LSTM) causal. Parameters are named as
+    ``nn.LayerNorm``'s, so state dicts interchange.
+    """
+
+    def __init__(self, features: int, eps: float = 1e-5, bias: bool = True):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(creation.ones(features))
+        if bias:
+            self.bias = nn.Parameter(creation.zeros(features))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        y = F.layer_norm(x, x.shape[-2:], eps=self.eps) * self.weight     # over (T, C)
+        return y if self.bias is None else y + self.bias
+
+
 def make_norm(config: GPTConfig, features: int) -> nn.Module:
+    if config.norm_axis == "time":
+        return TimeAxisLayerNorm(features, bias=config.bias)
     if config.norm == "layer":
         return nn.LayerNorm(features, bias=config.bias)
     if config.norm == "rms":
@@ -194,28 +240,13 @@ class GPT(nn.Module):
     def configure_optimizers(self, weight_decay: float, learning_rate: float, betas=(0.9, 0.95)):
         """AdamW with weight decay on the matrices (Linear and embedding weights)
         and none on the vectors (biases and norm gains), as nanoGPT."""
-        params = [p for p in self.parameters() if p.requires_grad]
-        groups = [{"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
-                  {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0}]
-        groups = [g for g in groups if g["params"]]
-        return optim.AdamW(groups, lr=learning_rate, betas=betas)
+        return configure_adamw(self, weight_decay, learning_rate, betas)
 
-    @no_grad()
     def generate(self, idx, max_new_tokens: int, temperature: float = 1.0, top_k=None,
                  generator=None):
         """Append ``max_new_tokens`` tokens to ``idx`` (B, T), each drawn from the
         model's distribution at ``temperature`` (restricted to the ``top_k`` most
-        likely, if given); a seeded ``tinynet.Generator`` repeats the same text."""
-        if temperature <= 0:
-            raise ValueError(f"generate: temperature must be positive, got {temperature}")
-        for _ in range(max_new_tokens):
-            context = idx if idx.shape[1] <= self.config.block_size else \
-                idx[:, -self.config.block_size:]
-            logits, _ = self(context)
-            logits = logits[:, -1, :] / temperature
-            if top_k is not None:
-                kth = ops.topk(logits, min(int(top_k), logits.shape[-1])).values[:, -1:]
-                logits = logits.masked_fill(logits < kth, -math.inf)
-            probs = F.softmax(logits, dim=-1)
-            idx = ops.cat([idx, ops.multinomial(probs, 1, generator=generator)], dim=1)
-        return idx
+        likely, if given), reading at most ``block_size`` tokens back; a seeded
+        ``tinynet.Generator`` repeats the same text."""
+        return generate(windowed_next_logits(self, self.config.block_size), idx,
+                        max_new_tokens, temperature, top_k, generator)

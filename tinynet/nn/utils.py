@@ -1,4 +1,4 @@
-"""Gradient clipping, as ``torch.nn.utils``.
+"""Gradient clipping, as ``torch.nn.utils``, and per-parameter gradient norms.
 
 ``clip_grad_norm_`` = ``get_total_norm`` of the gradients, then
 ``clip_grads_with_norm_``: every gradient is multiplied in place by
@@ -6,6 +6,10 @@ min(max_norm / (total_norm + 1e-6), 1). The multiplication happens even when
 the factor is 1, so a NaN or infinite norm reaches the gradients (as in
 PyTorch) unless ``error_if_nonfinite=True`` stops it, and no value has to be
 copied from the GPU to decide whether to clip.
+
+``parameter_grad_norms`` reports ‖∂L/∂W‖₂ of each parameter by name: the
+quantity Xiong et al. (2020) compare across layers to show that at
+initialisation Post-LN's gradients grow toward the output and Pre-LN's do not.
 """
 from __future__ import annotations
 
@@ -17,7 +21,8 @@ from ..backend import get_array_module
 from ..hyperparameters import check_real
 from ..tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
+           "parameter_grad_norms"]
 
 
 def _tensors(tensors) -> list:
@@ -102,3 +107,18 @@ def clip_grad_value_(parameters, clip_value: float) -> None:
     clip_value = check_real("clip_grad_value_", "clip_value", clip_value, low=0)
     for g in _grads(parameters):
         get_array_module(g).clip(g, -clip_value, clip_value, out=g)
+
+
+def parameter_grad_norms(module) -> dict:
+    """The 2-norm of each parameter's gradient, ``{name: float}``, in
+    ``named_parameters()`` order; parameters whose ``.grad`` is None are left out.
+
+    A parameter shared under two names (a tied embedding) appears once, under
+    the name ``named_parameters`` gives it.
+    """
+    norms = {}
+    for name, p in module.named_parameters():
+        if p.grad is not None:
+            grad = p.grad.data
+            norms[name] = float(_vector_norm(get_array_module(grad), grad, 2))
+    return norms

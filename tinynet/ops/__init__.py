@@ -27,17 +27,36 @@ from .elementwise import (
 )
 from .embedding import embedding, one_hot
 from .linalg import linear, matmul
+from .logical import all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, isclose
+from .math import (
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    ceil,
+    cos,
+    cosh,
+    floor,
+    floor_divide,
+    lerp,
+    round,
+    rsqrt,
+    sin,
+    sinh,
+    tan,
+    trunc,
+)
+from .product import prod
 from .random import Generator, dropout, multinomial
 from .reduction import (
     argmax,
     argmin,
-    log_softmax,
-    logsumexp,
     max,
     mean,
     min,
     norm,
-    softmax,
     std,
     sum,
     var,
@@ -62,6 +81,7 @@ from .shape import (
     unsqueeze,
     view,
 )
+from .softmax import log_softmax, logsumexp, softmax
 
 __all__ = [
     "erf", "gelu", "silu", "scaled_dot_product_attention", "cast", "to_device", "abs", "add",
@@ -71,5 +91,7 @@ __all__ = [
     "min", "norm", "softmax", "std", "sum", "var", "cat", "chunk", "clone", "concatenate",
     "expand", "flatten", "getitem", "permute", "repeat", "reshape", "split", "squeeze", "stack",
     "transpose", "unbind", "unsqueeze", "view", "Generator", "multinomial", "gather", "topk",
-    "tril", "triu",
+    "tril", "triu", "all", "any", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "isclose", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "floor",
+    "floor_divide", "lerp", "round", "rsqrt", "sin", "sinh", "tan", "trunc", "prod",
 ]

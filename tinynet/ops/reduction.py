@@ -1,14 +1,23 @@
-"""Reductions over axes: sum, mean, var/std, norm, max/min, logsumexp, softmax.
+"""Reductions over axes: sum, mean, var/std, norm, max/min (the softmax family is in
+:mod:`tinynet.ops.softmax`).
 
 Dimensions follow PyTorch (``dim``, ``keepdim``); NumPy's ``axis`` and
 ``keepdims`` are accepted as aliases. The backward of a reduction copies the
 incoming gradient back along the reduced axes (``_expand``). At inf and NaN the
 values and gradients are PyTorch's, as for the elementwise ops.
+
+So are the degenerate cases: over an empty axis sum is 0 and mean NaN; var and
+std without degrees of freedom (one value with ``correction=1``, an empty axis)
+are NaN (inf where the deviations are not all 0) with PyTorch's warning, not
+an error. (prod, in :mod:`.product`, is 1 over an empty axis.)
 """
 from __future__ import annotations
 
 import builtins
 import numbers
+import os
+import sys
+import warnings
 from collections import namedtuple
 
 import numpy as np
@@ -19,7 +28,7 @@ from ..tensor import Tensor
 from .elementwise import no_fp_warnings, sign, zero_where
 
 __all__ = ["sum", "mean", "var", "std", "norm", "max", "min", "argmax", "argmin",
-           "logsumexp", "softmax", "log_softmax", "resolve_dims", "normalize_axis"]
+           "resolve_dims", "normalize_axis"]
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
@@ -82,14 +91,23 @@ class Sum(Function):
         return _expand(grad, *ctx.meta), None, None
 
 
+def _mean(x, axes, keepdims):
+    """x.mean(), but NaN over an empty axis without NumPy's "Mean of empty slice"."""
+    if _count(x.shape, axes) == 0:
+        return x.sum(axis=axes, keepdims=keepdims) / 0       # 0 / 0: NaN
+    return x.mean(axis=axes, keepdims=keepdims)
+
+
 @no_fp_warnings
 class Mean(Function):
+    """The mean; NaN over an empty axis, as in PyTorch."""
+
     backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, axes, keepdim):
         ctx.meta = (x.shape, axes, keepdim)
-        return x.mean(axis=axes, keepdims=keepdim)
+        return _mean(x, axes, keepdim)
 
     @staticmethod
     def backward(ctx, grad):
@@ -99,27 +117,58 @@ class Mean(Function):
 
 @no_fp_warnings
 class Var(Function):
-    """Variance with Bessel's ``correction`` (1: unbiased, 0: biased)."""
+    """Variance with Bessel's ``correction``: Σ (x - mean)² / (n - correction).
+
+    With no degrees of freedom left (n - correction <= 0) the values and the
+    gradients are PyTorch's: the divisor is max(0, n - correction), so the
+    variance is inf, or NaN where every deviation is 0 (one element, an empty
+    axis). Over all elements the gradient is then inf, NaN where x equals the
+    mean; along dims it is 2 (x - mean) / (n - correction), inf · 0 = NaN at
+    n = correction and finite, negative beyond. :func:`var` warns, as PyTorch.
+    """
 
     backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, axes, keepdim, correction):
-        deviation = x - x.mean(axis=axes, keepdims=True)
+        mean = _mean(x, axes, True)
+        deviation = x - mean
         dof = _count(x.shape, axes) - correction
-        if dof <= 0:
-            raise ValueError(
-                f"var: {_count(x.shape, axes)} value(s) per reduction with correction "
-                f"{correction} leaves no degrees of freedom")
+        whole = axes is None or x.ndim == 0
         ctx.save_for_backward(deviation)
         ctx.meta = (x.shape, axes, keepdim, dof)
-        return (deviation * deviation).sum(axis=axes, keepdims=keepdim) / dof
+        ctx.at_mean = (x == mean) if whole and dof <= 0 else None
+        return (deviation * deviation).sum(axis=axes, keepdims=keepdim) / builtins.max(dof, 0)
 
     @staticmethod
     def backward(ctx, grad):
         (deviation,) = ctx.saved
         shape, axes, keepdim, dof = ctx.meta
-        return _expand(grad, shape, axes, keepdim) * deviation * (2 / dof), None, None, None
+        if ctx.at_mean is not None:
+            xp = get_array_module(grad)
+            return grad * xp.where(ctx.at_mean, np.nan, np.inf).astype(grad.dtype), None, None, None
+        scale = 2 / dof if dof != 0 else np.inf
+        return _expand(scale * grad, shape, axes, keepdim) * deviation, None, None, None
+
+
+def _dof_warning(name, x, axes, correction):
+    """PyTorch's warning when ``correction`` leaves no degrees of freedom: the number
+    of values reduced per output (0 when there is no output) minus ``correction``
+    is <= 0."""
+    outputs = 1 if axes is None else _count(x.shape, [i for i in range(x.ndim) if i not in axes])
+    if (_count(x.shape, axes) if outputs else 0) - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
+                      "less than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=_caller_level())
+
+
+def _caller_level():
+    """The ``stacklevel`` that points a warning at the first caller outside tinynet."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 @no_fp_warnings
@@ -239,69 +288,8 @@ class TakeAlongAxis(Function):
         return full, None, None, None
 
 
-@no_fp_warnings
-class LogSumExp(Function):
-    """log Σ exp(x), shifted by the max so that nothing overflows."""
-
-    @staticmethod
-    def forward(ctx, x, axes, keepdim):
-        xp = get_array_module(x)
-        shift = x.max(axis=axes, keepdims=True)
-        shift = xp.where(xp.isfinite(shift), shift, 0)
-        out = xp.log(xp.exp(x - shift).sum(axis=axes, keepdims=True)) + shift
-        ctx.save_for_backward(x, out)
-        ctx.meta = (axes, keepdim)
-        return out if keepdim else out.reshape(_reduced_shape(x.shape, axes))
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, out = ctx.saved
-        axes, keepdim = ctx.meta
-        xp = get_array_module(x)
-        return _expand(grad, x.shape, axes, keepdim) * xp.exp(x - out), None, None
-
-
 def _reduced_shape(shape, axes):
     return tuple(n for i, n in enumerate(shape) if axes is not None and i not in axes)
-
-
-@no_fp_warnings
-class Softmax(Function):
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x, axis):
-        xp = get_array_module(x)
-        y = xp.exp(x - x.max(axis=axis, keepdims=True))
-        y /= y.sum(axis=axis, keepdims=True)
-        ctx.save_for_backward(y)
-        ctx.axis = axis
-        return y
-
-    @staticmethod
-    def backward(ctx, grad):
-        (y,) = ctx.saved
-        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
-
-
-@no_fp_warnings
-class LogSoftmax(Function):
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x, axis):
-        xp = get_array_module(x)
-        shifted = x - x.max(axis=axis, keepdims=True)
-        out = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
-        ctx.save_for_backward(out)
-        ctx.axis = axis
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved
-        xp = get_array_module(out)
-        return grad - xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None
 
 
 # ------------------------------------------------------------------ functions
@@ -324,16 +312,21 @@ def _correction(unbiased, correction):
 
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None):
-    """Variance; unbiased (``correction=1``) by default, as in PyTorch."""
+    """Variance; unbiased (``correction=1``) by default, as in PyTorch. Without
+    degrees of freedom (one value, an empty axis) it is NaN, with a warning."""
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
-    return Var.apply(x, axes, keepdim, _correction(unbiased, correction))
+    correction = _correction(unbiased, correction)
+    _dof_warning("var", x, axes, correction)
+    return Var.apply(x, axes, keepdim, correction)
 
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None,
         keepdims=None):
     """Standard deviation, the square root of :func:`var` (same arguments)."""
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
-    return Std.apply(x, axes, keepdim, _correction(unbiased, correction))
+    correction = _correction(unbiased, correction)
+    _dof_warning("std", x, axes, correction)
+    return Std.apply(x, axes, keepdim, correction)
 
 
 def norm(x, p="fro", dim=None, keepdim=False):
@@ -405,20 +398,3 @@ def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
 
 def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
     return _arg(x, dim, keepdim, axis, keepdims, largest=False)
-
-
-def logsumexp(x, dim, keepdim=False, *, axis=None, keepdims=None):
-    axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
-    return LogSumExp.apply(x, axes, keepdim)
-
-
-def _one_axis(x, dim, axis):
-    return normalize_axis(axis if axis is not None else dim, x.ndim)
-
-
-def softmax(x, dim=-1, *, axis=None):
-    return Softmax.apply(x, _one_axis(x, dim, axis))
-
-
-def log_softmax(x, dim=-1, *, axis=None):
-    return LogSoftmax.apply(x, _one_axis(x, dim, axis))

@@ -1,0 +1,94 @@
+"""The softmax family over one or more axes: logsumexp, softmax, log_softmax.
+
+Each is shifted by its maximum before the exponential, so that nothing overflows:
+log Σ exp(x) = m + log Σ exp(x − m) for any m, and m = max(x) keeps every
+exponent ≤ 0. Dimensions follow PyTorch (``dim``, ``keepdim``), NumPy's ``axis``
+and ``keepdims`` are accepted as aliases.
+"""
+from __future__ import annotations
+
+from ..autograd import Function
+from ..backend import get_array_module
+from .elementwise import no_fp_warnings
+from .reduction import _expand, _reduced_shape, normalize_axis, resolve_dims
+
+__all__ = ["logsumexp", "softmax", "log_softmax"]
+
+
+@no_fp_warnings
+class LogSumExp(Function):
+    """log Σ exp(x), shifted by the max so that nothing overflows."""
+
+    @staticmethod
+    def forward(ctx, x, axes, keepdim):
+        xp = get_array_module(x)
+        shift = x.max(axis=axes, keepdims=True)
+        shift = xp.where(xp.isfinite(shift), shift, 0)
+        out = xp.log(xp.exp(x - shift).sum(axis=axes, keepdims=True)) + shift
+        ctx.save_for_backward(x, out)
+        ctx.meta = (axes, keepdim)
+        return out if keepdim else out.reshape(_reduced_shape(x.shape, axes))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, out = ctx.saved
+        axes, keepdim = ctx.meta
+        xp = get_array_module(x)
+        return _expand(grad, x.shape, axes, keepdim) * xp.exp(x - out), None, None
+
+
+@no_fp_warnings
+class Softmax(Function):
+    backward_reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        xp = get_array_module(x)
+        y = xp.exp(x - x.max(axis=axis, keepdims=True))
+        y /= y.sum(axis=axis, keepdims=True)
+        ctx.save_for_backward(y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved
+        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
+
+
+@no_fp_warnings
+@no_fp_warnings
+class LogSoftmax(Function):
+    backward_reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, x, axis):
+        xp = get_array_module(x)
+        shifted = x - x.max(axis=axis, keepdims=True)
+        out = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+        ctx.save_for_backward(out)
+        ctx.axis = axis
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved
+        xp = get_array_module(out)
+        return grad - xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None
+
+
+def logsumexp(x, dim, keepdim=False, *, axis=None, keepdims=None):
+    axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    return LogSumExp.apply(x, axes, keepdim)
+
+
+def _one_axis(x, dim, axis):
+    return normalize_axis(axis if axis is not None else dim, x.ndim)
+
+
+def softmax(x, dim=-1, *, axis=None):
+    return Softmax.apply(x, _one_axis(x, dim, axis))
+
+
+def log_softmax(x, dim=-1, *, axis=None):
+    return LogSoftmax.apply(x, _one_axis(x, dim, axis))
