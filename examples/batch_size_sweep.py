@@ -13,8 +13,9 @@ of an MPI launch of ``mpi4py.futures``: rank 0 runs this script, the other N-1
 ranks are its workers (any MPI launcher: ``mpiexec``, ``srun``...). Only the
 parent process writes results: each finished run is appended to
 ``OUT/results.jsonl`` at once (atomically), and a re-run skips what is already
-there: an interrupted sweep loses only the runs in flight. At the end it prints
-a table and writes ``OUT/sweep.csv`` and, with matplotlib, ``OUT/figure6.png``.
+there: an interrupted sweep loses only the runs in flight (the machinery is
+examples/sweep.py). At the end it prints a table and writes ``OUT/sweep.csv``
+and, with matplotlib, ``OUT/figure6.png``.
 
 ``--device cuda`` trains every configuration on the GPU (see
 examples/mnist_mlp.py); each finished run prints its median step time.
@@ -22,17 +23,12 @@ examples/mnist_mlp.py); each finished run prints its median step time.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
-import csv
-import io
-import itertools
-import json
-import multiprocessing
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import sweep  # noqa: E402  (examples/)
 
 PRESETS = {
     # what `make demo` runs: one epoch's budget (55,000 examples), about 3 minutes on 2 cores
@@ -43,9 +39,7 @@ PRESETS = {
                   seeds=[0, 1], examples=55_000, curve_points=8),
 }
 KEY_FIELDS = ("norm", "batch_size", "seed", "budget", "data", "device")
-MPI_LAUNCH = "mpiexec -n N python -m mpi4py.futures examples/batch_size_sweep.py --executor mpi ..."
-MPI_USAGE = (f"On MPI, N ranks: rank 0 runs the sweep, the N-1 others are its workers:\n"
-             f"  {MPI_LAUNCH}\n  {MPI_LAUNCH.replace('mpiexec', 'srun')}")
+MPI_USAGE = sweep.mpi_usage("examples/batch_size_sweep.py")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,13 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "'tinynet[cuda12]'). With --executor local all the workers share "
                              "the one GPU, each with a CUDA context of its own; with "
                              "--executor mpi each rank uses GPU 0 of its machine")
-    parser.add_argument("--executor", choices=["local", "mpi"], default="local",
-                        help="local: processes on this machine; mpi: the ranks of an MPI launch "
-                             "of mpi4py.futures (see below)")
-    parser.add_argument("--workers", type=int,
-                        help="local worker processes (default: one per core); with --executor "
-                             "mpi the launcher sets the pool's size")
-    parser.add_argument("--out", default="runs/sweep")
+    sweep.add_executor_arguments(parser, out="runs/sweep")
     return parser
 
 
@@ -86,25 +74,10 @@ def run_one(job: dict) -> dict:
     argv = ["--norm", job["norm"], "--batch-size", str(job["batch_size"]),
             "--seed", str(job["seed"]), "--examples", str(job["budget"]),
             "--curve-points", str(job["curve_points"]), "--device", job["device"]]
-    if job.get("data"):
-        argv += ["--data", job["data"]]
+    if job.get("data_dir"):
+        argv += ["--data", job["data_dir"]]
     args = mnist_mlp.build_parser().parse_args(argv)
     return mnist_mlp.train(args, progress=False)
-
-
-def read_results(path) -> list[dict]:
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def append_result(path, result: dict) -> None:
-    """Append one JSON line by rewriting the file atomically (temp file + rename)."""
-    from tinynet.serialization import atomic_write
-    existing = open(path).read() if os.path.exists(path) else ""
-    with atomic_write(path, "w") as f:
-        f.write(existing + json.dumps(result) + "\n")
 
 
 def _key(record) -> tuple:
@@ -112,43 +85,9 @@ def _key(record) -> tuple:
     return tuple(record[k] for k in KEY_FIELDS)
 
 
-def one_thread_per_worker() -> None:
-    """Each worker's initializer: its BLAS and Numba use one thread, the workers share the cores.
-
-    It runs before the worker's first job imports NumPy, whose libraries read these then."""
-    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-    os.environ.update({name: "1" for name in names})
-
-
-def _launched_by_mpi4py_futures() -> bool:
-    """Whether this is rank 0 of ``python -m mpi4py.futures``, which the other ranks serve.
-
-    Without it, every rank of ``mpiexec`` runs the whole sweep, and a plain ``python``
-    spawns its workers, which hangs where the MPI cannot spawn (MPICH's singletons)."""
-    return ("-m", "mpi4py.futures") in itertools.pairwise(sys.orig_argv)
-
-
-def make_executor(args) -> tuple[concurrent.futures.Executor, int]:
+def make_executor(args):
     """The pool that runs the configurations (``--executor``), and its number of workers."""
-    if args.executor == "local":
-        workers = args.workers or os.cpu_count() or 1
-        return concurrent.futures.ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("spawn"),
-            initializer=one_thread_per_worker), workers
-    if args.workers is not None:
-        raise SystemExit(f"--workers sizes the local pool only: the MPI launcher sizes the "
-                         f"pool of --executor mpi.\n{MPI_USAGE}")
-    try:
-        from mpi4py import MPI
-        from mpi4py.futures import MPIPoolExecutor
-    except ImportError as error:
-        raise SystemExit(f"--executor mpi needs mpi4py ({error}): "
-                         "pip install 'tinynet[mpi]'") from None
-    workers = MPI.COMM_WORLD.Get_size() - 1
-    if not _launched_by_mpi4py_futures() or workers < 1:
-        raise SystemExit(f"--executor mpi found no workers: it runs on N >= 2 ranks launched "
-                         f"with python -m mpi4py.futures.\n{MPI_USAGE}")
-    return MPIPoolExecutor(initializer=one_thread_per_worker), workers
+    return sweep.make_executor(args, MPI_USAGE)
 
 
 def run_sweep(args) -> list[dict]:
@@ -156,31 +95,14 @@ def run_sweep(args) -> list[dict]:
     executor, workers = make_executor(args)        # first: a wrong launch fails before any work
     from tinynet.data import load_mnist
     source = "bundled sample" if load_mnist(args.data, train=False).is_sample else "full MNIST"
-    os.makedirs(args.out, exist_ok=True)
-    results_path = os.path.join(args.out, "results.jsonl")
-    jobs = [dict(job, data=args.data) for job in plan(args)]
-    done = {_key(r) for r in read_results(results_path)}
-    todo = [job for job in jobs if _key(dict(job, data=source)) not in done]
-    print(f"{len(jobs)} configurations on {source}: {len(jobs) - len(todo)} already done, "
-          f"{len(todo)} to run with {min(workers, len(todo)) or workers} worker(s)", flush=True)
-    started = time.perf_counter()
-    runs = [executor.submit(run_one, job) for job in todo]
-    try:
-        for run in concurrent.futures.as_completed(runs):
-            result = run.result()
-            append_result(results_path, result)           # here in the parent, never in a worker
-            print(f"  done: {result['norm']:>5} norm, batch {result['batch_size']:>3}, seed "
-                  f"{result['seed']}: test error {100 * result['test_error']:.2f}%, "
-                  f"{mnist_mlp.format_step(result['median_step_seconds'])} "
-                  f"({time.perf_counter() - started:.0f} s)", flush=True)
-    except BaseException:                   # interrupted: start no more runs, stop those in flight
-        executor.shutdown(wait=False, cancel_futures=True)
-        for worker in multiprocessing.active_children():      # the local pool's processes
-            worker.terminate()
-        raise
-    executor.shutdown()
-    keys = {_key(dict(job, data=source)) for job in jobs}
-    return [r for r in read_results(results_path) if _key(r) in keys]
+    jobs = [dict(job, data=source, data_dir=args.data) for job in plan(args)]
+
+    def describe(r):
+        return (f"{r['norm']:>5} norm, batch {r['batch_size']:>3}, seed {r['seed']}: test error "
+                f"{100 * r['test_error']:.2f}%, {mnist_mlp.format_step(r['median_step_seconds'])}")
+
+    return sweep.run_plan(jobs, _key, run_one, args.out, executor, workers, describe,
+                          what=f"configurations on {source}")
 
 
 def summarize(results) -> list[dict]:
@@ -201,16 +123,6 @@ def summarize(results) -> list[dict]:
                      "test_nll": mean(runs, "test_nll"),
                      "examples_per_second": mean(runs, "examples_per_second")})
     return rows
-
-
-def write_csv(path, rows) -> None:
-    from tinynet.serialization import atomic_write
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
-    writer.writeheader()
-    writer.writerows(rows)
-    with atomic_write(path, "w") as f:
-        f.write(buffer.getvalue())
 
 
 def print_table(rows) -> None:
@@ -270,7 +182,7 @@ def main(argv=None) -> int:
         return 1
     rows = summarize(results)
     print_table(rows)
-    write_csv(os.path.join(args.out, "sweep.csv"), rows)
+    sweep.write_csv(os.path.join(args.out, "sweep.csv"), rows)
     written = [os.path.join(args.out, "results.jsonl"), os.path.join(args.out, "sweep.csv")]
     if plot(os.path.join(args.out, "figure6.png"), rows, results):
         written.append(os.path.join(args.out, "figure6.png"))

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import autograd, hooks
 from . import backend as _backend
+from .indexing_methods import IndexingMethods
 from .inplace import InPlaceMethods
 from .math_methods import MathMethods
 
@@ -39,7 +40,7 @@ def device_and_dtype(args, device=None, dtype=None):
     return device, dtype
 
 
-class Tensor(InPlaceMethods, MathMethods):
+class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
     # _version counts the in-place writes to this tensor (see tinynet.inplace).
     # _grad_hooks / _post_accumulate_hooks: a leaf's hooks (tinynet.hooks), or None.
     __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "_version",

@@ -15,6 +15,7 @@ from ..ops import (
     linear,
     log_softmax,
     one_hot,
+    pad,
     relu,
     scaled_dot_product_attention,
     sigmoid,
@@ -28,7 +29,7 @@ from ..tensor import Tensor
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
            "cross_entropy", "nll_loss", "mse_loss", "layer_norm", "rms_norm", "batch_norm",
-           "gelu", "silu", "one_hot", "embedding", "scaled_dot_product_attention"]
+           "gelu", "silu", "one_hot", "embedding", "scaled_dot_product_attention", "pad"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 

@@ -3,6 +3,7 @@ and the plain functions that apply them. Tensor methods dispatch here."""
 from .activation import erf, gelu, silu
 from .attention import scaled_dot_product_attention
 from .conversion import cast, to_device
+from .cumulative import cummax, cummin, cumprod, cumsum, logcumsumexp
 from .elementwise import (
     abs,
     add,
@@ -26,6 +27,7 @@ from .elementwise import (
     where,
 )
 from .embedding import embedding, one_hot
+from .indexing import argsort, index_select, masked_select, nonzero, repeat_interleave
 from .linalg import linear, matmul
 from .logical import all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, isclose
 from .math import (
@@ -48,8 +50,10 @@ from .math import (
     tan,
     trunc,
 )
+from .pad import pad
 from .product import prod
 from .random import Generator, dropout, multinomial
+from .rearrange import diag, diagonal, flip, roll, unflatten, unfold
 from .reduction import (
     argmax,
     argmin,
@@ -94,4 +98,7 @@ __all__ = [
     "tril", "triu", "all", "any", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "isclose", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "floor",
     "floor_divide", "lerp", "round", "rsqrt", "sin", "sinh", "tan", "trunc", "prod",
+    "cummax", "cummin", "cumprod", "cumsum", "logcumsumexp", "argsort", "index_select",
+    "masked_select", "nonzero", "repeat_interleave", "pad", "diag", "diagonal", "flip", "roll",
+    "unflatten", "unfold",
 ]
