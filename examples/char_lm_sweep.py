@@ -84,7 +84,7 @@ def _argv(config: dict) -> list[str]:
     """``config`` as the command line of char_lm.py."""
     argv = ["--no-progress", "--sample", "0"]
     for name, value in config.items():
-        if name not in ("data", "data_dir"):
+        if name not in ("data", "data_dir", "out"):
             argv += ["--" + name.replace("_", "-"), str(value)]
     if config.get("data_dir"):
         argv += ["--data", config["data_dir"]]
@@ -105,7 +105,7 @@ def plan(args, data: str) -> list[dict]:
             wanted.update(max_iters=args.max_iters, lr_decay_iters=args.max_iters)
         s = vars(char_lm.settings(parser.parse_args(_argv(dict(wanted, device=args.device)))))
         configs.append(dict({k: s[k] for k in KEY_FIELDS if k != "data"}, data=data,
-                            data_dir=args.data))
+                            data_dir=args.data, out=args.out))
     return configs
 
 
@@ -113,6 +113,7 @@ def run_one(config: dict) -> dict:
     """Train one configuration with char_lm.py (in a worker process); its result."""
     import char_lm
 
+    import tinynet
     from tinynet.data import load_tinyshakespeare
     s = char_lm.settings(char_lm.build_parser().parse_args(_argv(config)))
     corpus = load_tinyshakespeare(s.data, notice=False)
@@ -120,8 +121,12 @@ def run_one(config: dict) -> dict:
     started = time.perf_counter()
     char_lm.train(run, corpus, s, None)
     _, train_loss, val_loss, _ = run.curve[-1]
-    return dict({k: v for k, v in config.items() if k != "data_dir"},
-                params=run.model.get_num_params(), curve=run.curve,
+    # The final weights, for what the curves cannot tell (how the model generates).
+    checkpoint = os.path.join("checkpoints", "-".join(str(v) for v in key(config)) + ".npz")
+    tinynet.save({"model": run.model.state_dict(), "config": run.config},
+                 os.path.join(config["out"], checkpoint))
+    return dict({k: v for k, v in config.items() if k not in ("data_dir", "out")},
+                params=run.model.get_num_params(), curve=run.curve, checkpoint=checkpoint,
                 final_train_loss=train_loss, final_val_loss=val_loss, best_val_loss=run.best_val,
                 median_iteration_ms=1000 * statistics.median(run.iteration_seconds),
                 train_seconds=time.perf_counter() - started, description=run.description)
