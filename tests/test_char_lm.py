@@ -253,25 +253,6 @@ def test_flags_over_the_preset_reach_the_model_and_the_schedule(tmp_path, env):
     assert curve[-1]["lr"] == 0.0001                           # past lr_decay_iters: min_lr
 
 
-requires_no_gpu = pytest.mark.skipif(tinynet.cuda_is_available(),
-                                     reason="a GPU is here: --device cuda would train")
-
-
-@requires_no_gpu
-def test_device_cuda_without_cupy_or_a_gpu_stops_before_any_data_naming_what_is_missing(
-        tmp_path, capsys):
-    missing = tmp_path / "no-text-here"       # read before the device check, it would fail
-    with pytest.raises(SystemExit) as stop:
-        char_lm.main([*TINY, "--device", "cuda", "--data", str(missing),
-                      "--out", str(tmp_path / "out")])
-    assert stop.value.code == 2
-    error = capsys.readouterr().err
-    assert "device 'cuda' needs CuPy" in error or "no CUDA GPU is available" in error
-    if "needs CuPy" in error:
-        assert "pip install 'tinynet[cuda12]'" in error
-    assert not (tmp_path / "out").exists()
-
-
 @pytest.mark.parametrize("flags, described, norm, placement", [
     (["--norm", "rms"], "norm rms, pre-norm", "rms", "pre"),
     (["--placement", "post"], "norm layer, post-norm", "layer", "post"),

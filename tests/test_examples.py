@@ -14,6 +14,8 @@ from mpi_launch import find_mpiexec, requires_mpi, run_command
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
 
+import char_lm  # noqa: E402
+
 import batch_size_sweep  # noqa: E402
 import ln_lstm  # noqa: E402
 import mnist_mlp  # noqa: E402
@@ -244,7 +246,8 @@ requires_no_gpu = pytest.mark.skipif(tinynet.cuda_is_available(),
     (ln_lstm, ["--task", "mnist", "--steps", "1", "--no-progress"]),
     (batch_size_sweep, ["--norms", "layer", "--batch-sizes", "8", "--seeds", "0",
                         "--examples", "64", "--workers", "1"]),
-], ids=["mnist_mlp", "ln_lstm", "batch_size_sweep"])
+    (char_lm, ["--preset", "tiny", "--max-iters", "2", "--no-progress"]),
+], ids=["mnist_mlp", "ln_lstm", "batch_size_sweep", "char_lm"])
 def test_device_cuda_without_cupy_or_a_gpu_stops_before_any_data_naming_what_is_missing(
         tmp_path, capsys, script, argv):
     missing = tmp_path / "no-mnist-here"      # read before the device check, it would fail

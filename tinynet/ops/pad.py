@@ -20,7 +20,8 @@ from __future__ import annotations
 import numbers
 
 from ..autograd import Function
-from ..backend import get_array_module, scatter_add
+from ..backend import get_array_module
+from .shape import GetItem
 
 __all__ = ["pad"]
 
@@ -66,26 +67,6 @@ def _positions(xp, n, before, after, mode):
         p = xp.abs(p)                              # left side: -k -> k
         return (n - 1) - xp.abs((n - 1) - p)       # right side: n - 1 + k -> n - 1 - k
     return xp.clip(p, 0, n - 1)                    # replicate
-
-
-class IndexPad(Function):
-    """Reflect, replicate or circular padding: one gather through an index
-    vector per dim (``None`` for dims left alone); the backward scatters back."""
-
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x, vectors):
-        index = _open_grid(get_array_module(x), vectors)
-        ctx.meta = (x.shape, x.dtype, index)
-        return x[index]
-
-    @staticmethod
-    def backward(ctx, grad):
-        shape, dtype, index = ctx.meta
-        full = get_array_module(grad).zeros(shape, dtype)
-        scatter_add(full, index, grad)
-        return full, None
 
 
 def _open_grid(xp, vectors):
@@ -167,4 +148,5 @@ def pad(input, pad, mode: str = "constant", value=0.0):
             raise ValueError(f"pad: circular padding {(before, after)} of dim {d} may not "
                              f"exceed its size {n} (it would wrap around more than once)")
         vectors.append(_positions(xp, n, before, after, mode))
-    return IndexPad.apply(input, vectors)
+    # one gather through the open grid of index vectors; its backward scatters back
+    return GetItem.apply(input, _open_grid(xp, vectors))
