@@ -5,8 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 # Where the full MNIST lives, if anywhere (the bundled sample is used otherwise).
 export TINYNET_DATA ?= $(if $(wildcard ../shared/data/mnist),$(abspath ../shared/data),)
+# Where the experiments keep their results (gitignored).
+RUNS ?= runs
+EXPERIMENTS := experiments-sweep experiments-lstm experiments-adding experiments-convnet \
+	experiments-distributed experiments-transformers
 
-.PHONY: demo test lint venv bench docs clean
+.PHONY: demo test lint venv bench docs clean pages experiments $(EXPERIMENTS)
 
 $(VENV)/.installed: setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +46,45 @@ bench: venv
 	$(PY) benchmarks/kernel_ladder.py --cpu-only
 	$(PY) benchmarks/allreduce.py
 	$(PY) benchmarks/host_profile.py
+
+# The experiment pages (docs/experiments.md, distributed.md, transformers.md): each
+# target reruns one section and rewrites its tables and figures from the results; the
+# prose around them is hand-written. `make pages` rewrites the pages from the results
+# already in $(RUNS)/ and reruns nothing. On shared cores: nice -n 19 make experiments.
+experiments: $(EXPERIMENTS)
+
+experiments-sweep: venv
+	$(PY) examples/batch_size_sweep.py --preset paper --out $(RUNS)/paper
+	$(PY) examples/experiments_report.py --runs $(RUNS) --section sweep
+
+experiments-lstm: venv
+	$(PY) examples/ln_lstm.py --norm all --steps 2000 --eval-every 100 --out $(RUNS)/lstm --no-progress
+	$(PY) examples/experiments_report.py --runs $(RUNS) --section lstm
+
+experiments-adding: venv
+	$(PY) examples/ln_lstm.py --task adding --norm all --length 30 --steps 2000 --eval-every 100 --out $(RUNS)/adding --no-progress
+	$(PY) examples/experiments_report.py --runs $(RUNS) --section adding
+
+experiments-convnet: venv
+	$(PY) examples/batch_size_sweep.py --preset convnet --out $(RUNS)/convnet
+	$(PY) examples/experiments_report.py --runs $(RUNS) --section convnet
+
+experiments-distributed: venv
+	$(PY) examples/data_parallel_sweep.py --out $(RUNS)/dp
+	$(PY) examples/data_parallel_report.py $(RUNS)/dp --page docs/distributed.md --plot docs/figures/data_parallel.png
+
+# The four grids take about an hour; each is resumable, and a finished one is not rerun.
+experiments-transformers: venv
+	$(PY) examples/char_lm_sweep.py --preset placement --out $(RUNS)/exp-placement
+	$(PY) examples/char_lm_sweep.py --preset norm --out $(RUNS)/exp-norm
+	$(PY) examples/char_lm_sweep.py --preset time-axis --out $(RUNS)/exp-time-axis
+	$(PY) examples/char_lm_sweep.py --preset lstm --out $(RUNS)/exp-lstm
+	$(PY) examples/char_lm_report.py --runs $(RUNS) --page docs/transformers.md
+
+pages: venv
+	$(PY) examples/experiments_report.py --runs $(RUNS)
+	$(PY) examples/data_parallel_report.py $(RUNS)/dp --page docs/distributed.md --plot docs/figures/data_parallel.png
+	$(PY) examples/char_lm_report.py --runs $(RUNS) --page docs/transformers.md
 
 clean:
 	rm -rf $(VENV) runs build site *.egg-info .pytest_cache

@@ -26,9 +26,11 @@ cells read "-" and a note says so.
 The page holds each grid's block between ``<!-- char_lm_report: GRID -->`` and
 ``<!-- /char_lm_report: GRID -->``; the text between is replaced (an image
 link, the table, its notes) and the rest left as it is, so the page can be
-regenerated at any time. A grid without a marker pair is printed instead. A
-grid missing or partial (runs in flight) is reported, not an error. Every file
-is written atomically.
+regenerated at any time (examples/page_blocks.py, the mechanism every report
+script shares). A grid without a marker pair is printed instead. A grid
+missing or partial (runs in flight) is reported, not an error. Every file is
+written atomically. ``make experiments-transformers`` runs the four sweeps
+(resumable: a finished grid is not rerun) and then this.
 """
 from __future__ import annotations
 
@@ -43,8 +45,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import char_lm_sweep  # noqa: E402  (examples/)
+import page_blocks  # noqa: E402
 import sweep  # noqa: E402
 
+TAG = "char_lm_report"                  # the page's markers: <!-- char_lm_report: GRID -->
+PAGE = "docs/transformers.md"
 GRIDS = ("placement", "norm", "time-axis", "lstm")
 DIVERGED = 3.5                          # a final loss above this (or not finite): diverged
 EARLY = {"placement": (250, 500)}       # the iterations whose validation loss a grid shows
@@ -230,34 +235,22 @@ def plot(rows: list[dict], grid: str, path: str) -> None:
     plt.close(figure)
 
 
-def replace_block(text: str, grid: str, block: str) -> str | None:
-    """``text`` with the text between the markers of ``grid`` replaced by ``block``;
-    None when the page lacks the pair."""
-    start, end = f"<!-- char_lm_report: {grid} -->", f"<!-- /char_lm_report: {grid} -->"
-    i = text.find(start)
-    j = text.find(end, i + len(start)) if i >= 0 else -1
-    if j < 0:
-        return None
-    return text[:i + len(start)] + "\n" + block + "\n" + text[j:]
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", default="runs", help="the directory of exp-GRID/ (default runs)")
-    parser.add_argument("--page", default="docs/transformers.md", help="the page to update")
+    parser.add_argument("--page", default=PAGE, help=f"the page to update (default {PAGE})")
     parser.add_argument("--figures", default="docs/figures", help="where the figures go")
     parser.add_argument("--data", help="Tiny Shakespeare, as char_lm.py --data (for the "
                         "prefix-only loss)")
     args = parser.parse_args(argv)
     if not os.path.isfile(args.page):
         parser.error(f"--page {args.page}: no such file")
-    with open(args.page) as f:
-        original = page = f.read()
+    blocks, described = {}, {}
     for grid in GRIDS:
         directory = os.path.join(args.runs, f"exp-{grid}")
         records = sweep.read_results(os.path.join(directory, "results.jsonl"))
         if not records:
-            print(f"{grid}: no results in {directory}/results.jsonl; its block is left as it is")
+            page_blocks.no_results(grid, f"{directory}/results.jsonl")
             continue
         rows = summarize(records, grid)
         notes = [n for n in [completeness(grid, rows)] if n]
@@ -265,22 +258,14 @@ def main(argv=None) -> int:
             notes += [n for n in [add_prefix_scores(rows, directory, args.data)] if n]
         figure = os.path.join(args.figures, f"char_lm_{grid}.png")
         plot(rows, grid, figure)
-        link = os.path.relpath(figure, os.path.dirname(os.path.abspath(args.page)))
-        block = (f"\n![Validation loss of the {grid} grid]({link.replace(os.sep, '/')})\n\n"
-                 + table(rows, grid) + "".join(f"\n\n*{n}*" for n in notes) + "\n")
+        link = page_blocks.figure_link(figure, args.page)
+        blocks[grid] = (f"\n![Validation loss of the {grid} grid]({link})\n\n"
+                        + table(rows, grid) + "".join(f"\n\n*{n}*" for n in notes) + "\n")
         for note in notes:
             print(f"{grid}: {note}")
-        updated = replace_block(page, grid, block)
-        if updated is None:
-            print(f"{grid}: {args.page} has no <!-- char_lm_report: {grid} --> markers; "
-                  f"the table:\n{block}")
-        else:
-            page = updated
-            print(f"{grid}: {len(records)} runs, table in {args.page}, figure {figure}")
-    if page != original:
-        from tinynet.serialization import atomic_write
-        with atomic_write(args.page, "w") as f:
-            f.write(page)
+        described[grid] = f"{grid}: {len(records)} runs, table in {args.page}, figure {figure}"
+    for grid in page_blocks.rewrite_page(args.page, TAG, blocks):
+        print(described[grid])
     return 0
 
 

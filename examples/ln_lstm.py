@@ -6,8 +6,10 @@
 ``--task mnist`` reads each image as 28 steps of 28 pixels (rows), LSTM hidden
 128, classifies from the last hidden state; Adam 1e-3, batch 64. Test accuracy
 is measured every ``--eval-every`` steps on the first ``--eval-images`` test
-images, and on all 10,000 at the end. The paper's claim: the LN-LSTM
-converges faster than the plain LSTM.
+images, and on all 10,000 at the end; the BN-LSTM's final weights are also
+scored with the statistics of each test batch of 1,000 (train mode) instead of
+its running averages (``test_accuracy_batch_statistics``). The paper's claim:
+the LN-LSTM converges faster than the plain LSTM.
 
 ``--task adding`` (Hochreiter & Schmidhuber, 1997): a sequence of T random
 numbers, two of them marked; the target is their sum. Models train at length
@@ -16,6 +18,10 @@ time step up to T and must reuse the last ones beyond it; the LN-LSTM has no
 such state, by design.
 
 ``--norm all`` trains the three cells one after another and plots their curves.
+Each result (``OUT/NORM/result.json``) holds the settings, the final scores,
+the curve, the step times and the wall time of the cell (``wall_seconds``,
+training and evaluations); examples/experiments_report.py makes the tables of
+docs/experiments.md from them.
 
 ``--device cuda`` trains on the GPU (CuPy): the MNIST images go there once,
 and the adding problem's sequences are drawn there, from CuPy's generator
@@ -72,6 +78,7 @@ class SequentialMNIST:
     def __init__(self, args):
         train = load_mnist(args.data, train=True, flatten=False)
         test = load_mnist(args.data, train=False, flatten=False)
+        self.source = "bundled sample" if train.is_sample else "full MNIST"
         # On the device once (on the CPU, the arrays themselves): the loader gathers
         # each batch there.
         self.train = TensorDataset(*(tinynet.from_numpy(a).to(args.device)
@@ -109,8 +116,15 @@ class SequentialMNIST:
     def curve_point(self, model):
         return self.score(model, self.eval_images)
 
-    def final(self, model):
-        return {"test_accuracy": self.score(model)}
+    def final(self, model, norm):
+        result = {"test_accuracy": self.score(model)}
+        if norm == "batch":
+            # The same weights with the statistics of each test batch of 1,000 (train
+            # mode) instead of the running averages: what batch statistics cost at test time.
+            model.train()
+            result["test_accuracy_batch_statistics"] = self.score(model)
+            model.eval()
+        return result
 
 
 class AddingProblem:
@@ -120,6 +134,7 @@ class AddingProblem:
     """
 
     def __init__(self, args):
+        self.source = "random sequences"
         self.length = args.length
         self.batch_size = args.batch_size
         self.device = args.device
@@ -155,7 +170,7 @@ class AddingProblem:
     def curve_point(self, model):
         return self.mse(model, self.length)
 
-    def final(self, model):
+    def final(self, model, norm):
         scores = {("mse_at_T" if k == 1 else f"mse_at_{k}T"): self.mse(model, k * self.length)
                   for k in (1, 2, 4)}
         # Always answering 1, the mean, scores the variance of a sum of two U(0, 1): 1/6.
@@ -174,7 +189,7 @@ def train(args, norm, task) -> dict:
     from tqdm import tqdm
     bar = tqdm(total=args.steps, desc=f"{norm}-LSTM", disable=args.no_progress,
                dynamic_ncols=True, mininterval=0.5)
-    curve, step_seconds = [], []
+    curve, step_seconds, started_training = [], [], time.perf_counter()
     for step in range(1, args.steps + 1):
         x, y = task.batch()                             # on args.device
         started = time.perf_counter()
@@ -193,10 +208,15 @@ def train(args, norm, task) -> dict:
             model.train()
     bar.close()
     model.eval()
-    return {"task": args.task, "norm": norm, "steps": args.steps, "seed": args.seed,
-            "batch_size": args.batch_size, "hidden": args.hidden, "device": args.device,
-            **task.final(model), "seconds_per_step": sum(step_seconds) / args.steps,
-            "median_step_seconds": statistics.median(step_seconds), "curve": curve}
+    setup = {"task": args.task, "norm": norm, "steps": args.steps, "seed": args.seed,
+             "batch_size": args.batch_size, "hidden": args.hidden, "lr": args.lr,
+             "device": args.device, "data": task.source, "eval_every": args.eval_every}
+    setup |= {"length": args.length} if args.task == "adding" else {
+        "eval_images": args.eval_images}
+    final = task.final(model, norm)
+    return {**setup, **final, "seconds_per_step": sum(step_seconds) / args.steps,
+            "median_step_seconds": statistics.median(step_seconds),
+            "wall_seconds": time.perf_counter() - started_training, "curve": curve}
 
 
 def write_json(path, data) -> None:
