@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The GPU checks in one go (under 10 minutes): the CUDA kernel tests on the GPU
 # (simulator off), then the kernel ladder's GPU table, the GPU benchmark, a
-# profile of the host side of a small call, the four training scripts' median
+# profile of the host side of a small call, the five training scripts' median
 # step times on the GPU and on the CPU, and a profile of GPU training; a short
 # summary table comes last, one line per part and per measurement. A part that
 # fails is marked there, and the parts after it still run.
 #
 # Time, estimated for an H200 machine: the parts before the training runs take
-# at most their limits, 90 + 150 + 120 + 150 + 60 s, and usually less; the eleven
-# training runs take 10-30 s each (start-up, data, compiling the kernels, then a
-# few seconds of steps): 6-10 minutes in all. Every part after the tests gets at
+# at most their limits, 90 + 150 + 120 + 150 + 60 s, and usually less; the
+# fifteen training runs take 10-30 s each (start-up, data, compiling the kernels,
+# then a few seconds of steps): 7-10 minutes in all. Every part after the tests gets at
 # most what is left of 9.5 minutes from the start, and is skipped when that is
 # spent, so that the whole stays under 10 minutes.
 #
@@ -138,6 +138,10 @@ steps() {
 mlp=(--norm layer --curve-points 1 --no-progress)
 steps mnist_mlp-batch128 mnist_mlp.py "${mlp[@]}" --batch-size 128 --examples 6400
 steps mnist_mlp-batch4 mnist_mlp.py "${mlp[@]}" --batch-size 4 --examples 2000
+steps mnist_cnn-batch128 mnist_cnn.py --norm batch --curve-points 1 --no-progress \
+    --batch-size 128 --examples 6400
+steps mnist_cnn-batch4 mnist_cnn.py --norm group --curve-points 1 --no-progress \
+    --batch-size 4 --examples 2000
 steps ln_lstm-batch64 ln_lstm.py --task mnist --norm layer --steps 50 --eval-every 50 \
     --eval-images 1000 --no-progress
 # One configuration in one worker process, which computes on one thread (the cpu column).

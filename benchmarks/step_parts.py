@@ -1,11 +1,12 @@
 """Where a training step's time goes, tinynet vs PyTorch: each phase of a step,
 and the step's matrix products timed alone.
 
-    python benchmarks/step_parts.py [--rounds 3] [--only mlp|gpt]
+    python benchmarks/step_parts.py [--rounds 3] [--only mlp|gpt|cnn]
 
-Two models: train_step.py's MLP (784-1000-1000-10 with LayerNorm) at batch 4
-and 128, and nanoGPT's GPT at its CPU recipe (benchmarks/torch_gpt.py: 4
-layers, 4 heads, 128 channels, context 64, batch 12). Each library runs in
+Three models: train_step.py's MLP (784-1000-1000-10 with LayerNorm) at batch 4
+and 128, nanoGPT's GPT at its CPU recipe (benchmarks/torch_gpt.py: 4
+layers, 4 heads, 128 channels, context 64, batch 12), and train_step.py's MNIST
+convnet (tinynet.models.ConvNet: BatchNorm at batch 128, GroupNorm at batch 4). Each library runs in
 processes of its own at its default threads, the rounds alternating between
 them (as in train_step.py). A process times each phase of 40 steps and takes
 their medians: for the MLP forward with the loss, backward and ``Adam.step``;
@@ -23,6 +24,12 @@ product (NumPy's ``np.matmul`` for tinynet, ``torch.matmul`` for PyTorch):
   that the model makes: q kᵀ and P v forward, dO vᵀ, Pᵀ dO, dS k and dSᵀ q
   backward. (PyTorch's fused attention does not run these products; they are
   what the same arithmetic costs in torch.matmul.)
+* ConvNet: each convolution as tinynet runs it (tinynet.ops.conv), one product
+  over the im2col matrix: W (O, C·9) times cols (C·9, N·H·W) forward,
+  dW = dy colsᵀ, and d cols = Wᵀ dy for the second (the first's input needs no
+  gradient); the classifier's three products as the MLP's. (PyTorch's oneDNN
+  convolutions do not run these products; they are the same arithmetic in
+  torch.matmul.)
 
 "rest" is the step less those products: what the framework adds around BLAS.
 A cell is the median over the rounds. For tinynet's GPT it also prints
@@ -48,6 +55,8 @@ HERE = os.path.abspath(__file__)
 BATCHES = (4, 128)
 SIZES = (784, 1000, 1000, 10)
 MLP_PHASES = ("forward", "backward", "Adam")
+CNN_CASES = ((128, "batch"), (4, "group"))          # as train_step.py: (batch, norm)
+CNN_LAYERS = ((1, 16, 28), (16, 32, 14))             # (in, out channels, image size)
 GPT_PHASES = ("forward", "backward", "clip", "AdamW")
 
 
@@ -121,6 +130,20 @@ def gpt_products(rng) -> list:
     return pairs
 
 
+def cnn_products(rng, batch) -> list:
+    """(a, b) of the convnet step's products in tinynet's im2col layout."""
+    def array(*shape):
+        return rng.random(shape, dtype="float32")
+
+    pairs = []
+    for layer, (c_in, c_out, size) in enumerate(CNN_LAYERS):
+        cols, w, dy = array(c_in * 9, batch * size * size), array(c_out, c_in * 9), \
+            array(c_out, batch * size * size)
+        pairs += [(w, cols), (dy, cols.T)] + ([(w.T, dy)] if layer else [])
+    x, w, dy = array(batch, 32 * 7 * 7), array(10, 32 * 7 * 7), array(batch, 10)
+    return pairs + [(x, w.T), (dy.T, x), (dy, w)]
+
+
 def products(matmul, pairs):
     """A function of no arguments that runs ``matmul(a, b)`` for every pair."""
     def run():
@@ -132,7 +155,8 @@ def products(matmul, pairs):
 def child(library, model_name, batch):
     import numpy as np
     rng = np.random.default_rng(0)
-    pairs = gpt_products(rng) if model_name == "gpt" else mlp_products(rng, batch)
+    pairs = {"gpt": gpt_products, "cnn": lambda r: cnn_products(r, batch),
+             "mlp": lambda r: mlp_products(r, batch)}[model_name](rng)
     if library == "torch":
         import torch
         convert, matmul = torch.from_numpy, torch.matmul     # keeps the NumPy strides
@@ -141,6 +165,18 @@ def child(library, model_name, batch):
     pairs = [(convert(a), convert(b)) for a, b in pairs]
     if model_name == "gpt":
         result = gpt_phases(library)
+    elif model_name == "cnn":
+        norm = dict(CNN_CASES)[batch]
+        x = rng.random((batch, SIZES[0]), dtype=np.float32)
+        y = rng.integers(0, 10, batch)
+        if library == "torch":
+            lib, model = torch, torch_models(torch)[f"cnn-{norm}"]()
+            x, y = torch.tensor(x), torch.tensor(y)
+        else:
+            import tinynet
+            from tinynet.models import ConvNet
+            lib, model, x, y = tinynet, ConvNet(norm), tinynet.tensor(x), tinynet.tensor(y)
+        result = mlp_phases(lib, model, x, y)
     else:
         x = rng.random((batch, SIZES[0]), dtype=np.float32)
         y = rng.integers(0, 10, batch)
@@ -183,9 +219,9 @@ def phase_rows(case, libraries, phases, rounds, model_name, batch=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="processes per library and case")
-    parser.add_argument("--only", choices=("mlp", "gpt"), help="one model's table only")
+    parser.add_argument("--only", choices=("mlp", "gpt", "cnn"), help="one model's table only")
     parser.add_argument("--child", choices=("tinynet", "torch"), help=argparse.SUPPRESS)
-    parser.add_argument("--model", choices=("mlp", "gpt"), help=argparse.SUPPRESS)
+    parser.add_argument("--model", choices=("mlp", "gpt", "cnn"), help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -196,14 +232,21 @@ def main():
     except ImportError:
         libraries = ("tinynet",)
     where = f"default threads ({os.cpu_count()} cores), {args.rounds} processes each"
-    if args.only != "gpt":
+    if args.only in (None, "mlp"):
         rows = []
         for batch in BATCHES:
             rows += phase_rows(f"batch {batch}", libraries, MLP_PHASES, args.rounds, "mlp",
                                batch)[0]
         print_table(f"MLP+LN 784-1000-1000-10 training step, median ms, {where}",
                     ["case", "library", *MLP_PHASES, "step", "products alone", "rest"], rows)
-    if args.only != "mlp":
+    if args.only in (None, "cnn"):
+        rows = []
+        for batch, norm in CNN_CASES:
+            rows += phase_rows(f"{norm} norm, batch {batch}", libraries, MLP_PHASES,
+                               args.rounds, "cnn", batch)[0]
+        print_table(f"ConvNet (MNIST, 16-32 channels) training step, median ms, {where}",
+                    ["case", "library", *MLP_PHASES, "step", "products alone", "rest"], rows)
+    if args.only in (None, "gpt"):
         case = (f"{RECIPE['n_layer']}x{RECIPE['n_embd']}, context {RECIPE['block_size']}, "
                 f"batch {BATCH}")
         rows, totals = phase_rows(case, libraries, GPT_PHASES, args.rounds, "gpt")

@@ -10,12 +10,14 @@ thread pools in one process take the cores from each other (an OpenMP pool
 that has just finished still spins for a while), which is what a user of one
 library never sees. Rows: the 784-1000-1000-10 MLP with LayerNorm at batch 4
 and 128, and the LN-LSTM (sequential MNIST rows: 28 steps of 28 pixels,
-hidden 128) at batch 64; the PyTorch models are the same architectures (the
+hidden 128) at batch 64, the MNIST convnet (tinynet.models.ConvNet) with
+BatchNorm at batch 128 and GroupNorm at batch 4; the PyTorch models are the same architectures (the
 LN-LSTM written as the same per-step loop), and nanoGPT's GPT at its CPU recipe
 (benchmarks/torch_gpt.py: one iteration is forward, backward, clipping and
 AdamW; PyTorch runs nanoGPT's model.py with its fused attention). A cell is the median over rounds
 of each process's median step, with the spread over rounds; ratio = tinynet /
-PyTorch. Targets at the defaults: ratio ≤ 0.8 (MLP, LSTM), ≤ 0.9 (GPT).
+PyTorch. Targets at the defaults: ratio ≤ 0.8 (MLP, LSTM), ≤ 0.9 (GPT), ≤ 1.0 (ConvNet,
+against PyTorch's oneDNN convolutions).
 ``--kernels`` runs tinynet on another rung of the kernel ladder (kernels/ladder.py).
 """
 from __future__ import annotations
@@ -41,7 +43,9 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 CASES = [("MLP+LN 784-1000-1000-10, batch 4", "mlp", (4, 784)),
          ("MLP+LN 784-1000-1000-10, batch 128", "mlp", (128, 784)),
          ("LN-LSTM 28x28 steps, hidden 128, batch 64", "lstm", (64, 28, 28)),
-         ("GPT 4x128, context 64, batch 12 (+ clipping, AdamW)", "gpt", None)]
+         ("GPT 4x128, context 64, batch 12 (+ clipping, AdamW)", "gpt", None),
+         ("ConvNet+BN 16-32 channels, MNIST, batch 128", "cnn-batch", (128, 784)),
+         ("ConvNet+GN 16-32 channels, MNIST, batch 4", "cnn-group", (4, 784))]
 
 
 def torch_models(torch):
@@ -72,7 +76,18 @@ def torch_models(torch):
                 h = torch.sigmoid(o) * torch.tanh(self.ln_cell(c))
             return self.head(h)
 
-    return {"mlp": mlp, "lstm": LNLSTM}
+    def convnet(norm):
+        def norm_layer(channels):
+            return (nn.BatchNorm2d(channels) if norm == "batch"
+                    else nn.GroupNorm(channels // 4, channels))
+        return lambda: nn.Sequential(
+            nn.Unflatten(1, (1, 28, 28)),
+            nn.Conv2d(1, 16, 3, padding=1), norm_layer(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), norm_layer(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+
+    return {"mlp": mlp, "lstm": LNLSTM, "cnn-batch": convnet("batch"),
+            "cnn-group": convnet("group")}
 
 
 def make_step(lib, model, x, y):
@@ -91,12 +106,15 @@ def training_steps(kind, shape, torch=None, seed=0):
     import numpy as np
 
     import tinynet
-    from tinynet.models import MLP, SequenceClassifier
+    from tinynet.models import MLP, ConvNet, SequenceClassifier
 
     rng = np.random.default_rng(seed)
     x = rng.random(shape, dtype=np.float32)
     y = rng.integers(0, 10, shape[0])
-    model = MLP("layer") if kind == "mlp" else SequenceClassifier(norm="layer")
+    if kind.startswith("cnn-"):
+        model = ConvNet(kind.removeprefix("cnn-"))
+    else:
+        model = MLP("layer") if kind == "mlp" else SequenceClassifier(norm="layer")
     steps = {"tinynet": make_step(tinynet, model, tinynet.tensor(x), tinynet.tensor(y))}
     if torch is not None:
         steps["torch"] = make_step(torch, torch_models(torch)[kind](), torch.tensor(x),

@@ -2,6 +2,7 @@
 
     python examples/batch_size_sweep.py --preset quick --out runs/quick
     python examples/batch_size_sweep.py --preset paper --out runs/paper
+    python examples/batch_size_sweep.py --preset convnet --out runs/convnet
     mpiexec -n N python -m mpi4py.futures examples/batch_size_sweep.py --executor mpi ...
     srun -n N python -m mpi4py.futures examples/batch_size_sweep.py --executor mpi ...
 
@@ -16,6 +17,10 @@ parent process writes results: each finished run is appended to
 there: an interrupted sweep loses only the runs in flight (the machinery is
 examples/sweep.py). At the end it prints a table and writes ``OUT/sweep.csv``
 and, with matplotlib, ``OUT/figure6.png``.
+
+``--model cnn`` (the ``convnet`` preset) sweeps examples/mnist_cnn.py's convnet
+instead of the MLP, with its five norms (batch, layer, group, instance, none):
+the paper's §6.7 question.
 
 ``--device cuda`` trains every configuration on the GPU (see
 examples/mnist_mlp.py); each finished run prints its median step time.
@@ -37,8 +42,13 @@ PRESETS = {
     # the paper's grid: one epoch of the 55,000 training images, two seeds
     "paper": dict(norms=["none", "batch", "layer"], batch_sizes=[4, 8, 16, 32, 64, 128],
                   seeds=[0, 1], examples=55_000, curve_points=8),
+    # the convnet of examples/mnist_cnn.py, every norm, the two ends, three seeds
+    "convnet": dict(model="cnn", norms=["none", "batch", "layer", "group", "instance"],
+                    batch_sizes=[4, 128], seeds=[0, 1, 2], examples=55_000,
+                    curve_points=4),
 }
-KEY_FIELDS = ("norm", "batch_size", "seed", "budget", "data", "device")
+KEY_FIELDS = ("model", "norm", "batch_size", "seed", "budget", "data", "device")
+NORMS = ("none", "batch", "layer", "group", "instance")     # group, instance: the convnet's
 MPI_USAGE = sweep.mpi_usage("examples/batch_size_sweep.py")
 
 
@@ -46,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=MPI_USAGE,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="quick")
-    parser.add_argument("--norms", nargs="+", choices=["none", "batch", "layer"])
+    parser.add_argument("--model", choices=("mlp", "cnn"),
+                        help="the MLP (default) or the convnet (the convnet preset's)")
+    parser.add_argument("--norms", nargs="+", choices=NORMS)
     parser.add_argument("--batch-sizes", nargs="+", type=int)
     parser.add_argument("--seeds", nargs="+", type=int)
     parser.add_argument("--examples", type=int, help="examples seen per run")
@@ -63,25 +75,39 @@ def build_parser() -> argparse.ArgumentParser:
 def plan(args) -> list[dict]:
     preset = PRESETS[args.preset]
     pick = lambda name: getattr(args, name) or preset[name]  # noqa: E731
-    return [dict(norm=n, batch_size=b, seed=s, budget=pick("examples"),
+    model = args.model or preset.get("model", "mlp")
+    norms = pick("norms")
+    allowed = mnist_models()[model][1]
+    if any(n not in allowed for n in norms):
+        raise SystemExit(f"--norms: the {model} takes {', '.join(allowed)}, not "
+                         f"{', '.join(n for n in norms if n not in allowed)}")
+    return [dict(model=model, norm=n, batch_size=b, seed=s, budget=pick("examples"),
                  curve_points=preset["curve_points"], device=args.device)
-            for b in pick("batch_sizes") for n in pick("norms") for s in pick("seeds")]
+            for b in pick("batch_sizes") for n in norms for s in pick("seeds")]
+
+
+def mnist_models() -> dict:
+    """mnist_mlp.py's models: {name: (class, its norms)}."""
+    import mnist_mlp
+    return mnist_mlp.MODELS
 
 
 def run_one(job: dict) -> dict:
     """Train one configuration (in a worker process)."""
     import mnist_mlp
+    model = job.get("model", "mlp")
     argv = ["--norm", job["norm"], "--batch-size", str(job["batch_size"]),
             "--seed", str(job["seed"]), "--examples", str(job["budget"]),
             "--curve-points", str(job["curve_points"]), "--device", job["device"]]
     if job.get("data_dir"):
         argv += ["--data", job["data_dir"]]
-    args = mnist_mlp.build_parser().parse_args(argv)
+    args = mnist_mlp.build_parser(model).parse_args(argv)
     return mnist_mlp.train(args, progress=False)
 
 
 def _key(record) -> tuple:
-    record = {"device": "cpu", **record}      # results.jsonl lines from before --device: cpu
+    # results.jsonl lines from before --device and --model: cpu, the MLP
+    record = {"device": "cpu", "model": "mlp", **record}
     return tuple(record[k] for k in KEY_FIELDS)
 
 
@@ -98,7 +124,8 @@ def run_sweep(args) -> list[dict]:
     jobs = [dict(job, data=source, data_dir=args.data) for job in plan(args)]
 
     def describe(r):
-        return (f"{r['norm']:>5} norm, batch {r['batch_size']:>3}, seed {r['seed']}: test error "
+        return (f"{r.get('model', 'mlp')}, {r['norm']:>8} norm, batch {r['batch_size']:>3}, "
+                f"seed {r['seed']}: test error "
                 f"{100 * r['test_error']:.2f}%, {mnist_mlp.format_step(r['median_step_seconds'])}")
 
     return sweep.run_plan(jobs, _key, run_one, args.out, executor, workers, describe,
@@ -144,7 +171,8 @@ def plot(path, rows, results) -> bool:
         print("matplotlib is not installed: no plot (pip install 'tinynet[plot]')")
         return False
     from tinynet.serialization import atomic_write
-    colors = {"none": "tab:blue", "batch": "tab:orange", "layer": "tab:green"}
+    colors = {"none": "tab:blue", "batch": "tab:orange", "layer": "tab:green",
+              "group": "tab:red", "instance": "tab:purple"}
     batches = sorted({r["batch_size"] for r in rows})
     curve_batches = [min(batches), max(batches)]
     fig, axes = plt.subplots(1, 1 + len(curve_batches), figsize=(5 * (1 + len(curve_batches)), 4))
@@ -184,8 +212,10 @@ def main(argv=None) -> int:
     print_table(rows)
     sweep.write_csv(os.path.join(args.out, "sweep.csv"), rows)
     written = [os.path.join(args.out, "results.jsonl"), os.path.join(args.out, "sweep.csv")]
-    if plot(os.path.join(args.out, "figure6.png"), rows, results):
-        written.append(os.path.join(args.out, "figure6.png"))
+    figure = os.path.join(args.out, "figure6.png" if results[0].get("model", "mlp") == "mlp"
+                          else "convnet.png")
+    if plot(figure, rows, results):
+        written.append(figure)
     print("\nwrote " + ", ".join(written))
     return 0
 

@@ -28,7 +28,7 @@ import time
 
 import tinynet
 from tinynet.data import DataLoader, TensorDataset, load_mnist
-from tinynet.models import MLP, NORMS
+from tinynet.models import CONV_NORMS, MLP, NORMS, ConvNet
 from tinynet.nn import functional as F
 from tinynet.serialization import atomic_write
 
@@ -36,11 +36,15 @@ HELD_OUT_FRACTION = 1 / 12          # 5,000 of MNIST's 60,000 training images
 TRAIN_EXAMPLES = 55_000
 OPTIMIZERS = {"adam": tinynet.optim.Adam, "adamw": tinynet.optim.AdamW}
 SCHEDULES = ("none", "step", "cosine")
+MODELS = {"mlp": (MLP, NORMS), "cnn": (ConvNet, CONV_NORMS)}   # class(norm), its norms
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--norm", choices=NORMS, default="layer")
+def build_parser(model="mlp", description=__doc__) -> argparse.ArgumentParser:
+    """The options of one MNIST training run of ``model`` (a key of ``MODELS``)."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
+    parser.set_defaults(model=model)
+    norms = MODELS[model][1]
+    parser.add_argument("--norm", choices=norms, default="layer")
     parser.add_argument("--batch-size", type=int, default=128)
     budget = parser.add_mutually_exclusive_group()
     budget.add_argument("--examples", type=int, help="training budget in examples seen "
@@ -141,14 +145,14 @@ def train(args, progress=True) -> dict:
     if steps < 1:
         raise ValueError(f"a budget of {examples} examples is less than one batch of "
                          f"{args.batch_size}")
-    config = {"norm": args.norm, "batch_size": args.batch_size, "seed": args.seed,
-              "budget": examples, "examples": steps * args.batch_size, "lr": args.lr,
-              "data": splits["source"]}
+    config = {"model": args.model, "norm": args.norm, "batch_size": args.batch_size,
+              "seed": args.seed, "budget": examples, "examples": steps * args.batch_size,
+              "lr": args.lr, "data": splits["source"]}
     config.update(optimizer=args.optimizer, schedule=args.schedule)
     checkpoint_path = os.path.join(args.out, "checkpoint.npz") if args.out else None
 
     tinynet.manual_seed(args.seed)
-    model = MLP(args.norm).to(args.device)
+    model = MODELS[args.model][0](args.norm).to(args.device)
     optimizer = OPTIMIZERS[args.optimizer](model.parameters(), lr=args.lr)
     scheduler = make_scheduler(args.schedule, optimizer, steps)
     loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, drop_last=True,
@@ -250,12 +254,12 @@ def format_step(seconds) -> str:
     return "no step run" if seconds is None else f"median step {1000 * seconds:.2f} ms"
 
 
-def main(argv=None) -> dict:
-    parser = build_parser()
+def main(argv=None, model="mlp", description=__doc__) -> dict:
+    parser = build_parser(model, description)
     args = parser.parse_args(argv)
     check_device(parser, args.device)
     result = train(args)
-    print(f"{args.norm} norm, batch {args.batch_size}, seed {args.seed}, "
+    print(f"{args.model}, {args.norm} norm, batch {args.batch_size}, seed {args.seed}, "
           f"{result['examples']:,} examples ({result['data']}) on {args.device}: test error "
           f"{100 * result['test_error']:.2f}%, test NLL {result['test_nll']:.4f}, "
           f"{result['examples_per_second']:.0f} examples/s, "

@@ -15,6 +15,7 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
 
 import char_lm  # noqa: E402
+import mnist_cnn  # noqa: E402
 
 import batch_size_sweep  # noqa: E402
 import ln_lstm  # noqa: E402
@@ -211,6 +212,7 @@ def test_ln_lstm_script(tmp_path, task):
 
 @pytest.mark.parametrize("script, argv", [
     ("mnist_mlp.py", ["--examples", "64", "--no-progress"]),
+    ("mnist_cnn.py", ["--examples", "64", "--no-progress"]),
     ("ln_lstm.py", ["--task", "mnist", "--steps", "1", "--no-progress"]),
     ("batch_size_sweep.py", ["--norms", "layer", "--batch-sizes", "8", "--seeds", "0",
                              "--examples", "64", "--workers", "1"]),
@@ -234,6 +236,8 @@ def test_sweep_results_from_before_the_device_option_count_as_cpu_runs():
     run = dict(norm="layer", batch_size=4, seed=0, budget=64, data="bundled sample")
     assert batch_size_sweep._key(run) == batch_size_sweep._key(dict(run, device="cpu"))
     assert batch_size_sweep._key(run) != batch_size_sweep._key(dict(run, device="cuda"))
+    assert batch_size_sweep._key(run) == batch_size_sweep._key(dict(run, model="mlp"))
+    assert batch_size_sweep._key(run) != batch_size_sweep._key(dict(run, model="cnn"))
 
 
 requires_no_gpu = pytest.mark.skipif(tinynet.cuda_is_available(),
@@ -243,11 +247,12 @@ requires_no_gpu = pytest.mark.skipif(tinynet.cuda_is_available(),
 @requires_no_gpu
 @pytest.mark.parametrize("script, argv", [
     (mnist_mlp, ["--examples", "64", "--no-progress"]),
+    (mnist_cnn, ["--examples", "64", "--no-progress"]),
     (ln_lstm, ["--task", "mnist", "--steps", "1", "--no-progress"]),
     (batch_size_sweep, ["--norms", "layer", "--batch-sizes", "8", "--seeds", "0",
                         "--examples", "64", "--workers", "1"]),
     (char_lm, ["--preset", "tiny", "--max-iters", "2", "--no-progress"]),
-], ids=["mnist_mlp", "ln_lstm", "batch_size_sweep", "char_lm"])
+], ids=["mnist_mlp", "mnist_cnn", "ln_lstm", "batch_size_sweep", "char_lm"])
 def test_device_cuda_without_cupy_or_a_gpu_stops_before_any_data_naming_what_is_missing(
         tmp_path, capsys, script, argv):
     missing = tmp_path / "no-mnist-here"      # read before the device check, it would fail

@@ -186,7 +186,7 @@ def test_convert_sync_batchnorm_of_the_bn_lstm():
 
 @pytest.mark.parametrize("call, error, message", [
     (lambda: nn.SyncBatchNorm(4)(tinynet.randn(3, 5)), ValueError,
-     r"SyncBatchNorm\(4\): expected input \(N, 4\[, L\]\), got shape \(3, 5\)"),
+     r"SyncBatchNorm\(4\): expected a 2-D or 3-D input \(N, 4, ...\), got shape \(3, 5\)"),
     (lambda: nn.SyncBatchNorm(4)(tinynet.randn(4)), ValueError, r"got shape \(4,\)"),
     (lambda: nn.SyncBatchNorm(4)(tinynet.randn(2, 4, 3, 3)), ValueError, r"2-D or 3-D"),
     (lambda: nn.SyncBatchNorm(4)(tinynet.randn(1, 4)), ValueError,

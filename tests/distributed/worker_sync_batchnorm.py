@@ -205,8 +205,8 @@ def check_mismatches(rank, world_size):
            "SyncBatchNorm: the ranks disagree on num_features", "rank 1 has 5 where rank 0 has 4")
     channels = 5 if rank == last else 4
     raises(ValueError, lambda: SyncBatchNorm(4)(tinynet.randn(3, channels)),
-           f"SyncBatchNorm: on rank {last}: SyncBatchNorm(4): expected input (N, 4[, L]), "
-           "got shape (3, 5)")
+           f"SyncBatchNorm: on rank {last}: SyncBatchNorm(4): expected a 2-D or 3-D "
+           "input (N, 4, ...), got shape (3, 5)")
     dtype = tinynet.float64 if rank == last else tinynet.float32
     raises(ValueError, lambda: SyncBatchNorm(4)(tinynet.randn(3, 4, dtype=dtype)),
            "disagree on dtype", f"rank {last} has 'float64'")

@@ -4,16 +4,18 @@
 * :mod:`~tinynet.models.sequence`: ``SequenceClassifier``, an LSTM classifier;
 * :mod:`~tinynet.models.gpt`: ``GPT`` and ``GPTConfig``, nanoGPT's character model;
 * :mod:`~tinynet.models.char_lstm`: ``CharLSTM``, char-rnn's LSTM (plain or LN) model;
+* :mod:`~tinynet.models.convnet`: ``ConvNet``, a small MNIST convnet with a choice of norm;
 * :mod:`~tinynet.models.generation`: what the language models share (sampling, AdamW);
 * :func:`language_model`: the character model of a checkpoint's configuration.
 """
 from .char_lstm import CharLSTM
+from .convnet import CONV_NORMS, ConvNet, conv_norm_layer
 from .gpt import GPT, GPTConfig
 from .mlp import MLP, NORMS, norm_layer
 from .sequence import SequenceClassifier
 
 __all__ = ["MLP", "NORMS", "norm_layer", "SequenceClassifier", "GPT", "GPTConfig", "CharLSTM",
-           "language_model"]
+           "ConvNet", "CONV_NORMS", "conv_norm_layer", "language_model"]
 
 
 def language_model(config: dict):

@@ -1,10 +1,13 @@
 """Layers with PyTorch's names, shapes and defaults (``tinynet.nn``)."""
 from . import functional, init, parallel, utils
-from .activation import GELU, LogSoftmax, SiLU, Softmax
+from .activation import ELU, GELU, LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
 from .attention import MultiheadAttention
 from .containers import ModuleDict, ModuleList, Sequential
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .embedding import Embedding
 from .layers import (
+    BCELoss,
+    BCEWithLogitsLoss,
     CrossEntropyLoss,
     Dropout,
     Flatten,
@@ -15,9 +18,30 @@ from .layers import (
     ReLU,
     Sigmoid,
     Tanh,
+    Unflatten,
 )
 from .module import Module, Parameter
-from .normalization import BatchNorm1d, LayerNorm, RMSNorm, StepwiseBatchNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+    RMSNorm,
+    StepwiseBatchNorm,
+)
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+)
 from .recurrent import LSTM, GateNorms, LSTMCell
 from .sync_batchnorm import SyncBatchNorm
 from .transformer import TransformerEncoder, TransformerEncoderLayer
@@ -27,12 +51,18 @@ __all__ = [
     # modules and containers
     "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
     # layers
-    "Linear", "Identity", "Flatten", "Dropout", "Embedding",
-    "LayerNorm", "RMSNorm", "BatchNorm1d", "StepwiseBatchNorm", "SyncBatchNorm",
+    "Linear", "Identity", "Flatten", "Unflatten", "Dropout", "Embedding",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d",
+    "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+    "BatchNorm1d", "BatchNorm2d", "StepwiseBatchNorm", "SyncBatchNorm",
     "LSTMCell", "LSTM", "GateNorms",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
     # activations
-    "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "GELU", "SiLU",
+    "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "GELU", "SiLU", "Softplus", "ELU",
+    "LeakyReLU",
     # losses
-    "CrossEntropyLoss", "NLLLoss", "MSELoss",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
 ]

@@ -6,12 +6,13 @@ import numbers
 
 import numpy as np
 
-from ..backend import get_backend
 from ..hyperparameters import check_real
 from ..ops import (
     dropout,
+    elu,
     embedding,
     gelu,
+    leaky_relu,
     linear,
     log_softmax,
     one_hot,
@@ -21,50 +22,47 @@ from ..ops import (
     sigmoid,
     silu,
     softmax,
+    softplus,
     tanh,
 )
-from ..ops.loss import CrossEntropyFunction, check_class_targets
-from ..ops.normalization import BatchNormFunction, LayerNormFunction, RMSNormFunction
-from ..tensor import Tensor
+from ..ops.conv import conv1d, conv2d, conv3d
+from ..ops.conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
+from ..ops.loss import check_class_targets
+from ..ops.normalization import (
+    BatchNormFunction,
+    GroupNormFunction,
+    LayerNormFunction,
+    RMSNormFunction,
+)
+from ..ops.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
+from .functional_losses import (
+    _check_reduction,  # noqa: F401 (the loss modules check their reduction with it)
+    _reduce,
+    _target_array,
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+)
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
            "cross_entropy", "nll_loss", "mse_loss", "layer_norm", "rms_norm", "batch_norm",
-           "gelu", "silu", "one_hot", "embedding", "scaled_dot_product_attention", "pad"]
-
-_REDUCTIONS = ("mean", "sum", "none")
-
-
-def _check_reduction(reduction):
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
-
-
-def _reduce(losses, reduction):
-    _check_reduction(reduction)
-    if reduction == "mean":
-        return losses.mean()
-    if reduction == "sum":
-        return losses.sum()
-    return losses
-
-
-def _target_array(target, like):
-    """Class indices as an array on the same device as ``like``."""
-    array = target.data if isinstance(target, Tensor) else target
-    return get_backend(like.device).asarray(array)
-
-
-def cross_entropy(input, target, reduction: str = "mean", ignore_index: int = -100):
-    """Softmax cross-entropy from logits (N, C) and class indices (N,).
-
-    Rows whose target is ``ignore_index`` (PyTorch's default −100) add nothing:
-    the mean is over the other rows.
-    """
-    _check_reduction(reduction)
-    target = _target_array(target, input)
-    check_class_targets(input.shape, target, "cross_entropy", ignore_index)
-    ignore = ignore_index if bool((target == ignore_index).any()) else None
-    return CrossEntropyFunction.apply(input, target, reduction, ignore)
+           "group_norm", "instance_norm", "conv1d", "conv2d", "conv3d",
+           "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+           "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "gelu", "silu", "one_hot", "embedding", "scaled_dot_product_attention", "pad",
+           "softplus", "elu", "leaky_relu", "normalize", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits"]
 
 
 def nll_loss(input, target, reduction: str = "mean"):
@@ -76,12 +74,23 @@ def nll_loss(input, target, reduction: str = "mean"):
 
 
 def mse_loss(input, target, reduction: str = "mean"):
+    """Mean squared error of two tensors of one shape: (input − target)² elementwise,
+    averaged (``reduction='mean'``, PyTorch's default), summed (``'sum'``) or not
+    reduced (``'none'``: the input's shape), as ``torch.nn.functional.mse_loss``.
+    """
     if tuple(input.shape) != tuple(target.shape):
         raise ValueError(
             f"mse_loss: input shape {tuple(input.shape)} and target shape "
             f"{tuple(target.shape)} differ")
     diff = input - target
     return _reduce(diff * diff, reduction)
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
+    """input / max(‖input‖_p, eps), the p-norm taken over ``dim``: unit vectors along
+    ``dim`` (a zero vector stays zero), as ``torch.nn.functional.normalize``."""
+    eps = check_real("normalize", "eps", eps, low=0)
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
 
 
 def _normalized_size(x, normalized_shape, where="layer_norm"):
@@ -130,15 +139,16 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False,
                momentum: float = 0.1, eps: float = 1e-5, unbiased_batch_var: bool = False):
-    """Normalize each channel (axis 1 of (N, C) or (N, C, L)) over the batch.
+    """Normalize each channel (axis 1 of (N, C, *spatial)) over the batch (and the
+    spatial positions).
 
     Training uses the batch's mean and variance (biased, unless
     ``unbiased_batch_var``) and, when running buffers are given, updates them:
     running = (1 − momentum)·running + momentum·batch, with the *unbiased*
     variance stored (as PyTorch). Otherwise the running statistics are used.
     """
-    if x.ndim not in (2, 3):
-        raise ValueError(f"batch_norm: expected a 2-D or 3-D input (N, C[, L]), got shape "
+    if x.ndim < 2:
+        raise ValueError(f"batch_norm: expected an input (N, C, *spatial), got shape "
                          f"{tuple(x.shape)}")
     eps = check_real("batch_norm", "eps", eps, low=0)
     momentum = check_real("batch_norm", "momentum", momentum, 0, 1)
@@ -159,7 +169,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         raise ValueError(
             f"batch_norm: expected more than 1 value per channel when training, got input "
             f"of shape {tuple(x.shape)}")
-    axes = (0,) if x.ndim == 2 else (0, 2)
+    axes = (0,) + tuple(range(2, x.ndim))
     mean = x.data.mean(axis=axes)
     squares = ((x.data - mean.reshape((1, -1) + (1,) * (x.ndim - 2))) ** 2).sum(axis=axes)
     dof = count - 1 if unbiased_batch_var else count
@@ -169,3 +179,60 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         running_var.data *= 1 - momentum
         running_var.data += momentum * (squares / (count - 1))
     return BatchNormFunction.apply(x, weight, bias, mean, squares / dof, eps, dof)
+
+
+def _check_channel_affine(where, x, weight, bias):
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != (x.shape[1],):
+            raise ValueError(f"{where}: {name} has shape {tuple(p.shape)}, but the input of "
+                             f"shape {tuple(x.shape)} has {x.shape[1]} channels")
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    """Group normalization (Wu & He, 2018) of (N, C, *spatial).
+
+    The C channels of each sample split into ``num_groups`` groups of C/G
+    consecutive channels; each group is normalized over its C/G·H·W values by
+    its own mean and biased variance (the paper's Eq. 4 on that row), then
+    scaled and shifted per channel: y = weight_c · x̂ + bias_c. One group is
+    LayerNorm over (C, H, W); C groups is InstanceNorm.
+    """
+    if input.ndim < 2:
+        raise ValueError(f"group_norm: expected an input (N, C, *spatial), got shape "
+                         f"{tuple(input.shape)}")
+    if (not isinstance(num_groups, numbers.Integral) or num_groups < 1
+            or input.shape[1] % num_groups):
+        raise ValueError(f"group_norm: expected the number of channels ({input.shape[1]}) "
+                         f"to be divisible by num_groups, got num_groups={num_groups!r}")
+    eps = check_real("group_norm", "eps", eps, low=0)
+    _check_channel_affine("group_norm", input, weight, bias)
+    return GroupNormFunction.apply(input, weight, bias, int(num_groups), eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5):
+    """Instance normalization (Ulyanov et al., 2016): each channel of each sample
+    normalized over its spatial positions, i.e. ``group_norm`` with C groups.
+
+    With running buffers, training also updates them by the batch's average of
+    the per-instance means and unbiased variances (as PyTorch), and
+    ``use_input_stats=False`` normalizes by them instead.
+    """
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm: expected an input (N, C, *spatial), got shape "
+                         f"{tuple(input.shape)}")
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, training=False,
+                          eps=eps)
+    momentum = check_real("instance_norm", "momentum", momentum, 0, 1)
+    positions = math.prod(input.shape[2:])
+    if positions <= 1:
+        raise ValueError(f"instance_norm: expected more than 1 spatial element when "
+                         f"training, got input of shape {tuple(input.shape)}")
+    if running_mean is not None:
+        values = input.data.reshape(input.shape[0], input.shape[1], -1)
+        running_mean.data *= 1 - momentum
+        running_mean.data += momentum * values.mean(axis=2).mean(axis=0)
+        running_var.data *= 1 - momentum
+        running_var.data += momentum * values.var(axis=2, ddof=1).mean(axis=0)
+    return group_norm(input, input.shape[1], weight, bias, eps)

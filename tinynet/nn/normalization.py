@@ -1,4 +1,5 @@
-"""LayerNorm, RMSNorm, BatchNorm1d, and batch norm with per-time-step statistics."""
+"""LayerNorm, RMSNorm, GroupNorm, InstanceNorm, BatchNorm1d/2d, and batch norm with
+per-time-step statistics."""
 from __future__ import annotations
 
 import numbers
@@ -8,7 +9,8 @@ from ..hyperparameters import check_count, check_real
 from . import functional as F
 from .module import Module, Parameter
 
-__all__ = ["LayerNorm", "RMSNorm", "BatchNorm1d", "StepwiseBatchNorm"]
+__all__ = ["LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+           "BatchNorm1d", "BatchNorm2d", "StepwiseBatchNorm"]
 
 
 class LayerNorm(Module):
@@ -41,6 +43,10 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x):
+        """The paper's Eq. 4 on each sample: over the trailing ``normalized_shape`` dims,
+        μ = mean(x) and σ² = mean((x − μ)²) (biased), y = (x − μ) / √(σ² + ε) · weight +
+        bias. Input (*, *normalized_shape), output the same shape and dtype.
+        """
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
@@ -73,6 +79,9 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
 
     def forward(self, x):
+        """y = x / √(mean(x²) + ε) · weight over the trailing ``normalized_shape`` dims of each
+        sample. Input (*, *normalized_shape), output the same shape and dtype.
+        """
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
@@ -80,8 +89,52 @@ class RMSNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}")
 
 
+class GroupNorm(Module):
+    """Group normalization (Wu & He, 2018) of (N, C, *spatial), as PyTorch's.
+
+    Each sample's channels split into ``num_groups`` groups, each normalized
+    over its own C/G·H·W values (the LayerNorm row kernel), then a per-channel
+    ``weight`` (init 1) and ``bias`` (init 0). Like LayerNorm it never looks
+    across the batch: ``GroupNorm(1, C)`` is LayerNorm over (C, H, W) with a
+    per-channel affine, ``GroupNorm(C, C)`` is InstanceNorm.
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device="cpu", dtype=None):
+        super().__init__()
+        self.num_groups = check_count("GroupNorm", "num_groups", num_groups)
+        self.num_channels = check_count("GroupNorm", "num_channels", num_channels)
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible "
+                             f"by num_groups ({num_groups})")
+        self.eps = check_real("GroupNorm", "eps", eps, low=0)
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(creation.ones(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(creation.zeros(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        """Input (N, C, *spatial), output the same shape: each sample's C channels in
+        ``num_groups`` groups, each group normalized by its own mean and biased variance,
+        then ``weight`` and ``bias`` per channel.
+        """
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ValueError(f"GroupNorm({self.num_groups}, {self.num_channels}): expected "
+                             f"input (N, {self.num_channels}, *spatial), got shape "
+                             f"{tuple(x.shape)}")
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
 class _BatchNormBase(Module):
-    """Parameters and buffers shared by the batch-norm modules."""
+    """Parameters and buffers shared by the batch- and instance-norm modules."""
+
+    spatial_dims = (0, 1)       # the input's dims after (N, C) that the layer accepts
 
     def __init__(self, num_features, eps, momentum, affine, track_running_stats,
                  unbiased_batch_var, stats_shape, dtype, device):
@@ -109,9 +162,10 @@ class _BatchNormBase(Module):
 
     def _input_problem(self, x):
         """What is wrong with input ``x`` for this layer, or None."""
-        if x.ndim < 2 or x.shape[1] != self.num_features:
-            return (f"{type(self).__name__}({self.num_features}): expected input (N, "
-                    f"{self.num_features}[, L]), got shape {tuple(x.shape)}")
+        if x.ndim - 2 not in self.spatial_dims or x.shape[1] != self.num_features:
+            expected = " or ".join(f"{2 + d}-D" for d in self.spatial_dims)
+            return (f"{type(self).__name__}({self.num_features}): expected a {expected} "
+                    f"input (N, {self.num_features}, ...), got shape {tuple(x.shape)}")
         return None
 
     def _normalize(self, x, running_mean, running_var):
@@ -146,7 +200,56 @@ class BatchNorm1d(_BatchNormBase):
                          unbiased_batch_var, (num_features,), dtype, device)
 
     def forward(self, x):
+        """y = (x − E[x]) / √(Var[x] + ε) · weight + bias per channel, input (N, C) or (N, C,
+        L) (BatchNorm2d: (N, C, H, W)), output the same shape (the paper's Eq. 3 for batch
+        norm). Training: the batch's statistics over every dim but C, and running_stat ←
+        (1 − momentum) · running_stat + momentum · batch_stat; eval: the running ones.
+        """
         return self._normalize(x, self.running_mean, self.running_var)
+
+
+class BatchNorm2d(BatchNorm1d):
+    """Batch normalization of (N, C, H, W), as PyTorch's: each channel normalized
+    over the batch and the image positions, N·H·W values."""
+
+    spatial_dims = (2,)
+
+
+class _InstanceNorm(_BatchNormBase):
+    """Instance normalization (Ulyanov et al., 2016), PyTorch's defaults: no affine
+    and no running statistics, so training and eval agree. (As PyTorch,
+    ``num_batches_tracked`` stays 0: the running averages use ``momentum`` only.)"""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device="cpu",
+                 dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, False,
+                         (num_features,), dtype, device)
+
+    def forward(self, x):
+        """Input (N, C, L) (InstanceNorm1d) or (N, C, H, W) (InstanceNorm2d), output the same
+        shape: each channel of each sample normalized by its own mean and biased variance
+        over its positions.
+        """
+        problem = self._input_problem(x)
+        if problem is not None:
+            raise ValueError(problem)
+        use_input_stats = self.training or self.running_mean is None
+        return F.instance_norm(x, self.running_mean, self.running_var, self.weight,
+                               self.bias, use_input_stats, self.momentum, self.eps)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of (N, C, L): each channel of each sample over its L values."""
+
+    spatial_dims = (1,)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of (N, C, H, W): each channel of each sample over its
+    H·W values (``GroupNorm(C, C)`` without the affine)."""
+
+    spatial_dims = (2,)
 
 
 class StepwiseBatchNorm(_BatchNormBase):
@@ -165,6 +268,9 @@ class StepwiseBatchNorm(_BatchNormBase):
         self.max_steps = max_steps
 
     def forward(self, x, step: int):
+        """Batch norm of the (N, C) input of time step ``step``, with that step's running
+        statistics (the last ones for steps past ``max_steps``); output (N, C).
+        """
         row = min(step, self.max_steps - 1)
         return self._normalize(x, self.running_mean[row], self.running_var[row])
 

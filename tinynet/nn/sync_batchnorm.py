@@ -198,6 +198,10 @@ class SyncBatchNorm(_Synced, _BatchNormBase):
         self.process_group = process_group
 
     def forward(self, x):
+        """As BatchNorm1d's, input (N, C) or (N, C, L), output the same shape; in training
+        the mean and variance are those of the global batch (all ranks' samples,
+        combined by an all-reduce of their sums), and the backward all-reduces too.
+        """
         return self._normalize(x, self.running_mean, self.running_var)
 
     @classmethod

@@ -16,13 +16,21 @@ RMSNorm (Zhang & Sennrich, 2019) is LayerNorm without the mean: x̂ = x / rms(x)
 so its backward loses the mean(g) term. LayerNorm and RMSNorm run through the
 device's kernel table, whose NumPy reference is ``tinynet.kernels.reference``;
 BatchNorm is array code written here.
+
+GroupNorm (Wu & He, 2018) is LayerNorm on other rows: sample n's channels split
+into G groups, and each group's C/G·H·W values are one row of the LayerNorm
+kernel. G = 1 is LayerNorm over (C, H, W), G = C is InstanceNorm. The affine
+step is per channel (γ_c, β_c), not per element, so it is applied after the
+kernel, and its gradient g = dy · γ_c goes into the kernel's backward.
 """
 from __future__ import annotations
+
+import math
 
 from ..autograd import Function
 from ..backend import device_of, get_array_module, get_backend
 
-__all__ = ["LayerNormFunction", "RMSNormFunction", "BatchNormFunction"]
+__all__ = ["LayerNormFunction", "RMSNormFunction", "GroupNormFunction", "BatchNormFunction"]
 
 
 class LayerNormFunction(Function):
@@ -90,13 +98,49 @@ class RMSNormFunction(Function):
                 None, None)
 
 
+class GroupNormFunction(Function):
+    """y = γ_c · x̂ + β_c, x̂ normalized over each of the ``groups`` channel groups
+    of each sample of x (N, C, *spatial), by the LayerNorm row kernel."""
+
+    @staticmethod
+    def forward(ctx, x, gain, bias, groups, eps):
+        kernels = get_backend(device_of(x)).kernels
+        xp = get_array_module(x)
+        dtype = xp.result_type(*(a for a in (x, gain, bias) if a is not None))
+        n, channels = x.shape[:2]
+        positions = math.prod(x.shape[2:])
+        rows = xp.ascontiguousarray(x.reshape(n * groups, channels // groups * positions),
+                                    dtype=dtype)
+        x_hat, mean, rstd = kernels.layer_norm_forward(rows, None, None, eps)
+        per_channel = x_hat.reshape(n, channels, positions)
+        y = per_channel if gain is None else per_channel * gain.reshape(-1, 1)
+        y = y if bias is None else y + bias.reshape(-1, 1)
+        ctx.save_for_backward(rows, mean, rstd, per_channel, gain)
+        ctx.has_bias = bias is not None
+        return y.reshape(x.shape)
+
+    @staticmethod
+    def backward(ctx, grad):
+        rows, mean, rstd, x_hat, gain = ctx.saved
+        kernels = get_backend(device_of(rows)).kernels
+        xp = get_array_module(grad)
+        dy = grad.reshape(x_hat.shape)
+        dgain = None if gain is None else (dy * x_hat).sum(axis=(0, 2))
+        dbias = dy.sum(axis=(0, 2)) if ctx.has_bias else None
+        g = dy if gain is None else dy * gain.reshape(-1, 1)
+        dx, _, _ = kernels.layer_norm_backward(
+            xp.ascontiguousarray(g.reshape(rows.shape), dtype=rows.dtype), rows, mean, rstd,
+            None)
+        return dx.reshape(grad.shape), dgain, dbias, None, None
+
+
 def _channel_view(x):
-    """Reshape (N, C) or (N, C, L) statistics of shape (C,) for broadcasting."""
-    return (1, -1) if x.ndim == 2 else (1, -1, 1)
+    """Reshape per-channel statistics (C,) to broadcast against (N, C, *spatial)."""
+    return (1, -1) + (1,) * (x.ndim - 2)
 
 
 class BatchNormFunction(Function):
-    """Normalize each channel (axis 1 of (N, C) or (N, C, L)) by ``mean``/``var``.
+    """Normalize each channel (axis 1 of (N, C, *spatial)) by ``mean``/``var``.
 
     ``dof`` says where the statistics came from. ``None``: they are constants
     (running statistics in eval mode), and the op is a per-channel affine map.
@@ -111,7 +155,7 @@ class BatchNormFunction(Function):
         rstd = 1.0 / xp.sqrt(var + eps)
         x_hat = (x - mean.reshape(view)) * rstd.reshape(view)
         ctx.save_for_backward(x_hat, rstd, gain)
-        ctx.meta = ((0,) if x.ndim == 2 else (0, 2), view, dof, bias is not None)
+        ctx.meta = ((0,) + tuple(range(2, x.ndim)), view, dof, bias is not None)
         y = x_hat if gain is None else x_hat * gain.reshape(view)
         return y if bias is None else y + bias.reshape(view)
 
