@@ -515,7 +515,8 @@ def test_cross_entropy_ignore_index_matches_torch(torch, ignore_index, target, r
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("ignore_index, target", CE_TARGETS[:3], ids=str)
 def test_cross_entropy_ignore_index_gradcheck(ignore_index, target, reduction):
-    assert gradcheck(lambda z: F.cross_entropy(z, np.array(target), reduction, ignore_index),
+    assert gradcheck(lambda z: F.cross_entropy(z, np.array(target), reduction=reduction,
+                                               ignore_index=ignore_index),
                      leaf(random(6, 4)))
 
 

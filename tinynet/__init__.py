@@ -79,6 +79,7 @@ from .ops import (
     cumsum,
     diag,
     diagonal,
+    einsum,
     erf,
     exp,
     flatten,
@@ -158,7 +159,7 @@ __all__ = [
     "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "roll", "flip", "diagonal", "diag", "unflatten", "index_select", "repeat_interleave",
     "masked_select", "nonzero", "argsort", "cumsum", "cumprod", "cummax", "cummin",
-    "logcumsumexp",
+    "logcumsumexp", "einsum",
     # checkpoints, threads
     "CheckpointError", "load", "save", "get_num_threads", "set_num_threads",
 ]

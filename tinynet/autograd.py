@@ -46,6 +46,9 @@ _grad_enabled = True
 
 
 def is_grad_enabled() -> bool:
+    """Whether operations are recorded for backward now: True by default, False
+    inside ``no_grad()`` (as ``torch.is_grad_enabled``).
+    """
     return _grad_enabled
 
 
@@ -166,9 +169,16 @@ class Function:
         if type(output) is tuple:
             if record:
                 ctx.num_outputs = len(output)
-            return tuple(Tensor._make(as_array(o), record, ctx if record else None, i)
-                         for i, o in enumerate(output))
-        return Tensor._make(as_array(output), record, ctx if record else None)
+            return tuple(_output(Tensor, o, record, ctx, i) for i, o in enumerate(output))
+        return _output(Tensor, output, record, ctx)
+
+
+def _output(Tensor, array, record, ctx, index=0):
+    """The Tensor of one output; an integer or boolean one never requires grad
+    (indices, comparisons, a cast to int), as in PyTorch."""
+    array = as_array(array)
+    record = record and getattr(array, "dtype", _np.dtype(float)).kind in "fc"
+    return Tensor._make(array, record, ctx if record else None, index)
 
 
 def as_array(value):
@@ -317,7 +327,10 @@ def _run_node(node, sums, retain_graph):
                            f"gradients for its {len(node.inputs)} inputs")
     for x, g in zip(node.inputs, input_grads, strict=True):
         if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
-            sums.add(_sum_key(x), as_array(g))
+            g = as_array(g)
+            if g.dtype != x.data.dtype:     # a gradient has its tensor's dtype, as in PyTorch
+                g = g.astype(x.data.dtype)
+            sums.add(_sum_key(x), g)
     if not retain_graph:
         node.free()
 
@@ -378,12 +391,14 @@ class _GradientSums:
         previous = self._sums.get(key)
         if previous is None:
             self._sums[key] = grad
-        elif id(previous) in self._owned:
-            previous += grad
-        else:
-            total = as_array(previous + grad)
-            self._owned.add(id(total))
-            self._sums[key] = total
+            return
+        with _np.errstate(invalid="ignore", over="ignore"):   # inf + -inf = NaN, silently
+            if id(previous) in self._owned:
+                previous += grad
+            else:
+                total = as_array(previous + grad)
+                self._owned.add(id(total))
+                self._sums[key] = total
 
     def take(self, key):
         grad = self._sums.pop(key, None)

@@ -1,14 +1,16 @@
-"""Activation layers beyond ReLU/Tanh/Sigmoid: Softmax, LogSoftmax, GELU, SiLU."""
+"""Activation layers beyond ReLU/Tanh/Sigmoid: Softmax, LogSoftmax, GELU, SiLU,
+Softplus, ELU, LeakyReLU."""
 from __future__ import annotations
 
 import numbers
 import warnings
 
+from ..hyperparameters import check_real
 from ..ops.activation import GELU_APPROXIMATIONS
 from . import functional as F
 from .module import Module
 
-__all__ = ["Softmax", "LogSoftmax", "GELU", "SiLU"]
+__all__ = ["Softmax", "LogSoftmax", "GELU", "SiLU", "Softplus", "ELU", "LeakyReLU"]
 
 
 def implicit_softmax_dim(where: str, ndim: int) -> int:
@@ -32,6 +34,9 @@ class _SoftmaxOverDim(Module):
         self.dim = dim
 
     def forward(self, x):
+        """The function along ``dim`` (PyTorch's implicit choice, with a warning, when None):
+        the output has the input's shape and dtype.
+        """
         dim = self.dim
         if dim is None:
             dim = implicit_softmax_dim(type(self).__name__, x.ndim)
@@ -70,6 +75,9 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x):
+        """GELU(x) = x Φ(x) elementwise (Hendrycks & Gimpel, 2016), or with
+        ``approximate='tanh'`` 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))); any shape.
+        """
         return F.gelu(x, approximate=self.approximate)
 
     def extra_repr(self):
@@ -80,4 +88,51 @@ class SiLU(Module):
     """x σ(x), the sigmoid-weighted linear unit (swish)."""
 
     def forward(self, x):
+        """x σ(x) elementwise; any shape, kept."""
         return F.silu(x)
+
+
+class Softplus(Module):
+    """log(1 + e^(βx)) / β, a smooth ReLU; x itself where βx > threshold."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta = check_real("Softplus", "beta", beta)
+        self.threshold = check_real("Softplus", "threshold", threshold)
+
+    def forward(self, x):
+        """log(1 + e^(βx)) / β elementwise, x where βx > threshold; any shape, kept."""
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class ELU(Module):
+    """x for x > 0, α (e^x − 1) otherwise (Clevert et al., 2015)."""
+
+    def __init__(self, alpha: float = 1.0):
+        super().__init__()
+        self.alpha = check_real("ELU", "alpha", alpha)
+
+    def forward(self, x):
+        """x where x > 0, α (e^x − 1) elsewhere, elementwise; any shape, kept."""
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
+
+class LeakyReLU(Module):
+    """x for x > 0, negative_slope · x otherwise."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = check_real("LeakyReLU", "negative_slope", negative_slope)
+
+    def forward(self, x):
+        """x where x > 0, negative_slope · x elsewhere, elementwise; any shape, kept."""
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}"

@@ -1,9 +1,10 @@
 """Every differentiable operation: one Function class per op (see autograd.py),
 and the plain functions that apply them. Tensor methods dispatch here."""
-from .activation import erf, gelu, silu
+from .activation import elu, erf, gelu, leaky_relu, silu, softplus
 from .attention import scaled_dot_product_attention
 from .conversion import cast, to_device
 from .cumulative import cummax, cummin, cumprod, cumsum, logcumsumexp
+from .einsum import einsum
 from .elementwise import (
     abs,
     add,
@@ -88,7 +89,8 @@ from .shape import (
 from .softmax import log_softmax, logsumexp, softmax
 
 __all__ = [
-    "erf", "gelu", "silu", "scaled_dot_product_attention", "cast", "to_device", "abs", "add",
+    "erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "scaled_dot_product_attention",
+    "cast", "to_device", "abs", "add",
     "clamp", "clip", "compare", "div", "exp", "log", "masked_fill", "maximum", "minimum", "mul",
     "neg", "pow", "relu", "sigmoid", "sqrt", "sub", "tanh", "where", "embedding", "one_hot",
     "linear", "matmul", "dropout", "argmax", "argmin", "log_softmax", "logsumexp", "max", "mean",
@@ -100,5 +102,5 @@ __all__ = [
     "floor_divide", "lerp", "round", "rsqrt", "sin", "sinh", "tan", "trunc", "prod",
     "cummax", "cummin", "cumprod", "cumsum", "logcumsumexp", "argsort", "index_select",
     "masked_select", "nonzero", "repeat_interleave", "pad", "diag", "diagonal", "flip", "roll",
-    "unflatten", "unfold",
+    "unflatten", "unfold", "einsum",
 ]

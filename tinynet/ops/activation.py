@@ -1,10 +1,13 @@
-"""Smooth activations: erf, GELU (exact and tanh approximation), SiLU.
+"""Activations beyond ReLU: erf, GELU (exact and tanh approximation), SiLU,
+softplus, ELU and leaky ReLU.
 
 NumPy has no erf: :func:`erf_array` calls the C library's, compiled into a
 ufunc by Numba (CuPy has its own). The exact GELU is a kernel of the backend's
 table (``gelu_forward``, ``gelu_backward``; the spec in kernels/reference.py,
 one compiled pass each on the CPU in kernels/cpu_gelu.py). Each op's backward is its
-closed-form derivative, written next to the forward that it differentiates.
+closed-form derivative, written next to the forward that it differentiates;
+softplus, ELU and leaky ReLU follow PyTorch's CPU kernels branch for branch, so
+their values and gradients at 0, ±inf and NaN are PyTorch's.
 """
 from __future__ import annotations
 
@@ -12,10 +15,12 @@ import math
 
 from ..autograd import Function
 from ..backend import device_of, get_array_module, get_backend
+from ..hyperparameters import check_real
 from ..kernels import reference
-from .elementwise import sigmoid_array
+from .elementwise import no_fp_warnings, sigmoid_array
 
-__all__ = ["erf", "gelu", "silu", "erf_array", "GELU_APPROXIMATIONS"]
+__all__ = ["erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "erf_array",
+           "GELU_APPROXIMATIONS"]
 
 GELU_APPROXIMATIONS = ("none", "tanh")
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -93,7 +98,95 @@ class Silu(Function):
         return grad * s * (1 + x * (1 - s))
 
 
+# ------------------------------------------------- softplus, ELU, leaky ReLU
+@no_fp_warnings
+class Softplus(Function):
+    """softplus(x) = log(1 + e^(βx)) / β, smooth ReLU; x itself where βx > threshold
+    (the linear asymptote, reached to rounding there, as PyTorch).
+
+    d/dx = e^(βx) / (1 + e^(βx)) = σ(βx), and 1 past the threshold. At x = -inf
+    the value and slope are 0; at NaN both are NaN.
+    """
+
+    @staticmethod
+    def forward(ctx, x, beta, threshold):
+        xp = get_array_module(x)
+        scaled = x * beta
+        ctx.save_for_backward(x)
+        ctx.params = (beta, threshold)
+        return xp.where(scaled > threshold, x, xp.log1p(xp.exp(scaled)) / beta)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved
+        beta, threshold = ctx.params
+        xp = get_array_module(x)
+        scaled = x * beta
+        z = xp.exp(scaled)
+        return xp.where(scaled > threshold, grad, grad * z / (z + 1)), None, None
+
+
+@no_fp_warnings
+class Elu(Function):
+    """ELU(x) = x for x > 0, α (e^x − 1) otherwise (Clevert et al., 2015), e^x − 1
+    by expm1 (exact for tiny x); d/dx = 1 for x > 0, α e^x otherwise (α at x = 0).
+
+    At NaN the gradient is NaN, as in PyTorch's vectorized loop (its scalar loop,
+    used for a tensor's last few elements, passes the upstream gradient instead).
+    """
+
+    @staticmethod
+    def forward(ctx, x, alpha):
+        xp = get_array_module(x)
+        ctx.save_for_backward(x)
+        ctx.alpha = alpha
+        return xp.where(x > 0, x, xp.expm1(x) * alpha)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved
+        xp = get_array_module(x)
+        return xp.where(x > 0, grad, grad * ctx.alpha * xp.exp(x)), None
+
+
+@no_fp_warnings
+class LeakyRelu(Function):
+    """x for x > 0, negative_slope · x otherwise; the slope is 1 or negative_slope
+    (negative_slope at 0 and at NaN, as PyTorch)."""
+
+    backward_reads_inputs = False
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        positive = x > 0
+        ctx.positive, ctx.slope = positive, slope
+        return get_array_module(x).where(positive, x, x * slope)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return get_array_module(grad).where(ctx.positive, grad, grad * ctx.slope), None
+
+
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + e^(βx)) / β, linear where βx > threshold (``torch.nn.functional.softplus``)."""
+    return Softplus.apply(x, check_real("softplus", "beta", beta),
+                          check_real("softplus", "threshold", threshold))
+
+
+def elu(x, alpha: float = 1.0):
+    """x for x > 0, α (e^x − 1) otherwise (``torch.nn.functional.elu``)."""
+    return Elu.apply(x, check_real("elu", "alpha", alpha))
+
+
+def leaky_relu(x, negative_slope: float = 0.01):
+    """x for x > 0, negative_slope · x otherwise (``torch.nn.functional.leaky_relu``)."""
+    return LeakyRelu.apply(x, check_real("leaky_relu", "negative_slope", negative_slope))
+
+
 def erf(x):
+    """The error function erf x = (2/√π) ∫₀ˣ e^(-t²) dt elementwise, by the C library;
+    d/dx = (2/√π) e^(-x²).
+    """
     return Erf.apply(x)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from ..autograd import Function
 from ..backend import get_array_module
 from ..tensor import Tensor
+from . import elementwise
 from .elementwise import no_fp_warnings, sign, zero_where
 
 __all__ = ["sum", "mean", "var", "std", "norm", "max", "min", "argmax", "argmin",
@@ -295,11 +296,20 @@ def _reduced_shape(shape, axes):
 # ------------------------------------------------------------------ functions
 
 def sum(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """The sum of the elements over ``dim`` (an int, a tuple of ints, or None: all of
+    them), as ``torch.sum``; ``keepdim=True`` keeps the reduced dims with size 1.
+    NumPy's ``axis``/``keepdims`` are accepted too. 0 over an empty dim; the
+    gradient is the incoming one copied along the reduced dims.
+    """
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
     return Sum.apply(x, axes, keepdim)
 
 
 def mean(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """The mean over ``dim`` (an int, a tuple of ints, or None: all elements), as
+    ``torch.mean``; ``keepdim`` as :func:`sum`. NaN over an empty dim; the gradient
+    is the incoming one divided by the count, copied along the reduced dims.
+    """
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
     return Mean.apply(x, axes, keepdim)
 
@@ -372,11 +382,21 @@ def _extreme(x, dim, keepdim, axis, keepdims, largest):
 
 
 def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    """``max(x)`` is a tensor; ``max(x, dim)`` is ``(values, indices)`` as in PyTorch."""
+    """``max(x)`` is a tensor; ``max(x, dim)`` is ``(values, indices)`` as in PyTorch;
+    ``max(x, other)`` with a tensor ``other`` is ``maximum(x, other)``."""
+    if isinstance(dim, Tensor):
+        return elementwise.maximum(x, dim)
     return _extreme(x, dim, keepdim, axis, keepdims, largest=True)
 
 
 def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """``min(x)`` is the smallest element (a 0-d tensor); ``min(x, dim)`` is
+    ``(values, indices)`` along ``dim``, as ``torch.min`` (indices int64). NaN wins;
+    ties share the gradient of ``min(x)`` evenly. ``min(x, other)`` with a tensor
+    ``other`` is ``minimum(x, other)``.
+    """
+    if isinstance(dim, Tensor):
+        return elementwise.minimum(x, dim)
     return _extreme(x, dim, keepdim, axis, keepdims, largest=False)
 
 
@@ -393,8 +413,16 @@ def _arg(x, dim, keepdim, axis, keepdims, largest):
 
 
 def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """The int64 index of the largest element: of the flattened tensor with ``dim=None``
+    (a 0-d tensor), else along ``dim`` (``keepdim`` keeps it with size 1); the first
+    one at ties, as ``torch.argmax``. Not differentiable.
+    """
     return _arg(x, dim, keepdim, axis, keepdims, largest=True)
 
 
 def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+    """The int64 index of the smallest element: of the flattened tensor with ``dim=None``,
+    else along ``dim`` (``keepdim`` keeps it with size 1); the first one at ties, as
+    ``torch.argmin``. Not differentiable.
+    """
     return _arg(x, dim, keepdim, axis, keepdims, largest=False)

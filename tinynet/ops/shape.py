@@ -149,8 +149,8 @@ def _raw_index(index):
         return tuple(_raw_index(i) for i in index)
     if isinstance(index, Tensor):
         return index.data
-    if isinstance(index, list):
-        return np.asarray(index)
+    if isinstance(index, list):     # [] indexes nothing: integer positions, not floats
+        return np.asarray(index) if index else np.zeros(0, dtype=np.intp)
     return index
 
 
@@ -238,6 +238,10 @@ class Stack(Function):
 # ------------------------------------------------------------------ functions
 
 def reshape(x, *shape):
+    """The same elements in the shape ``shape`` (``reshape(x, 2, 3)`` or ``(2, 3)``; one
+    dim may be -1, inferred), in row-major order, as ``torch.reshape``: a view of x's
+    memory where NumPy can make one, else a copy. ``view`` is the same function.
+    """
     return Reshape.apply(x, _sizes(shape))
 
 
@@ -245,6 +249,9 @@ view = reshape
 
 
 def permute(x, *dims):
+    """The dims reordered: ``permute(x, 2, 0, 1)`` of an (A, B, C) tensor is (C, A, B),
+    a view, as ``torch.permute``.
+    """
     dims = tuple(normalize_axis(d, x.ndim) for d in _sizes(dims))
     if sorted(dims) != list(range(x.ndim)):
         raise ValueError(
@@ -254,6 +261,7 @@ def permute(x, *dims):
 
 
 def transpose(x, dim0, dim1):
+    """Dims ``dim0`` and ``dim1`` swapped, a view (``torch.transpose``)."""
     dims = list(range(x.ndim))
     d0, d1 = normalize_axis(dim0, x.ndim), normalize_axis(dim1, x.ndim)
     if x.ndim == 0:
@@ -263,6 +271,9 @@ def transpose(x, dim0, dim1):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    """Dims ``start_dim`` to ``end_dim`` (default: all) merged into one, as
+    ``torch.flatten``; a 0-d tensor becomes (1,).
+    """
     if x.ndim == 0:
         return reshape(x, 1)
     start, end = normalize_axis(start_dim, x.ndim), normalize_axis(end_dim, x.ndim)
@@ -271,6 +282,9 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 
 def squeeze(x, dim=None):
+    """Without its dims of size 1 (``dim=None``), or without dim ``dim`` if its size is 1
+    (else unchanged), as ``torch.squeeze``.
+    """
     if dim is None:
         shape = tuple(n for n in x.shape if n != 1)
     elif x.ndim == 0:
@@ -283,11 +297,18 @@ def squeeze(x, dim=None):
 
 
 def unsqueeze(x, dim):
+    """A new dim of size 1 inserted at position ``dim`` (in [-ndim-1, ndim]), as
+    ``torch.unsqueeze``.
+    """
     d = normalize_axis(dim, x.ndim + 1)
     return reshape(x, x.shape[:d] + (1,) + x.shape[d:])
 
 
 def expand(x, *sizes):
+    """A broadcast view to ``sizes`` (``expand(x, 4, 3)``; -1 keeps a dim's size, new
+    leading dims may be added), without copying, as ``torch.Tensor.expand``; the
+    gradient is summed back over the expanded dims. The view is read-only.
+    """
     sizes = _sizes(sizes)
     offset = len(sizes) - x.ndim
     shape = tuple(x.shape[i - offset] if n == -1 and i >= offset else n
@@ -311,14 +332,24 @@ def repeat(x, *sizes):
 
 
 def clone(x):
+    """A copy with its own memory, still in the graph: the gradient passes through
+    unchanged (``torch.clone``).
+    """
     return Clone.apply(x)
 
 
 def getitem(x, index):
+    """``x[index]``: NumPy's (and PyTorch's) basic and advanced indexing with ints,
+    slices, None, Ellipsis, int or bool tensors; the gradient is scattered back to
+    the indexed places (summed where an index repeats).
+    """
     return GetItem.apply(x, _raw_index(index))
 
 
 def cat(tensors, dim=0, *, axis=None):
+    """The tensors joined along the existing dim ``dim`` (default 0), as ``torch.cat``
+    (``concatenate`` is the same function); they must agree in every other dim.
+    """
     tensors = list(tensors)
     if not tensors:
         raise ValueError("cat: expected a non-empty list of tensors")
@@ -330,6 +361,9 @@ concatenate = cat
 
 
 def stack(tensors, dim=0, *, axis=None):
+    """The tensors, all of one shape, joined along a new dim ``dim`` (default 0), as
+    ``torch.stack``: n tensors of shape S give (n, *S) with ``dim=0``.
+    """
     tensors = list(tensors)
     if not tensors:
         raise ValueError("stack: expected a non-empty list of tensors")
@@ -362,5 +396,8 @@ def unbind(x, dim=0):
 
 
 def chunk(x, chunks, dim=0):
+    """``chunks`` pieces along ``dim`` (default 0), each ceil(size / chunks) long but the
+    last, as ``torch.chunk`` (fewer pieces when the size does not allow ``chunks``).
+    """
     length = x.shape[normalize_axis(dim, x.ndim)]
     return split(x, max(1, -(-length // chunks)), dim)
