@@ -128,5 +128,8 @@ def get_world_size(group=None) -> int:
 
 
 def get_backend(group=None) -> str:
+    """The communication backend of the process group: ``"mpi"``, as
+    ``torch.distributed.get_backend`` (an error outside a process group).
+    """
     require_world("get_backend()", group)
     return "mpi"

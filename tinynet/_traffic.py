@@ -21,13 +21,20 @@ __all__ = ["Traffic", "traffic"]
 
 
 class Traffic:
+    """Counts of this rank's messages by label: calls, bytes and seconds (the module
+    docstring); ``tinynet.distributed.traffic`` is the one the library records in."""
+
     def __init__(self):
         self._totals = {}           # label -> [calls, bytes, seconds]
 
     def reset(self) -> None:
+        """Forget every count, to measure from here (e.g. the start of a step)."""
         self._totals.clear()
 
     def record(self, label: str, nbytes: int, seconds: float = 0.0, calls: int = 1) -> None:
+        """Count ``calls`` messages of ``nbytes`` bytes in all, taking ``seconds``, under
+        ``label`` (``"gradients"``, ``"parameters"``, ``"sync_batchnorm"``...).
+        """
         totals = self._totals.setdefault(label, [0, 0, 0.0])
         totals[0] += calls
         totals[1] += int(nbytes)
@@ -56,12 +63,15 @@ class Traffic:
         return self._sum(0, label)
 
     def bytes(self, label: str | None = None) -> int:
+        """Bytes handed to MPI under ``label`` (all labels: None) since the last reset."""
         return self._sum(1, label)
 
     def seconds(self, label: str | None = None) -> float:
+        """Seconds spent in MPI calls under ``label`` (all labels: None) since the last reset."""
         return self._sum(2, label)
 
     def labels(self) -> list[str]:
+        """The labels that have been counted since the last reset, sorted."""
         return sorted(self._totals)
 
     def __repr__(self):
@@ -71,3 +81,4 @@ class Traffic:
 
 
 traffic = Traffic()
+"""The counts of every message the library sends on this rank."""

@@ -30,7 +30,9 @@ import sys
 __all__ = ["apply_allocator_policy", "MMAP_THRESHOLD", "TRIM_THRESHOLD"]
 
 MMAP_THRESHOLD = 32 << 20      # glibc's own upper bound for its adaptive threshold
+"""Bytes: blocks up to this size come from the heap, not their own mapping (32 MiB)."""
 TRIM_THRESHOLD = 64 << 20
+"""Bytes of free heap kept for the next step before glibc returns it (64 MiB)."""
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3     # mallopt's parameter numbers (malloc.h)
 _USER_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
                    "MALLOC_MMAP_MAX_", "MALLOC_ARENA_MAX")

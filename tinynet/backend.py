@@ -140,6 +140,9 @@ _chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's def
 
 
 def reference_kernels_forced() -> bool:
+    """Whether the reference kernels (``kernels/reference.py``) are chosen now, by
+    ``use_kernels("reference")`` or ``TINYNET_KERNELS=reference``.
+    """
     return _chosen_rung == "reference"
 
 
@@ -245,9 +248,11 @@ class Backend:
         self.rng = make_rng(None)
 
     def seed(self, seed) -> None:
+        """Restart this device's generator from ``seed`` (``tinynet.manual_seed`` seeds all)."""
         self.rng = self._make_rng(seed)
 
     def asarray(self, data, dtype=None):
+        """``data`` as an array of this device (NumPy or CuPy), copied only when needed."""
         if self.name == "cpu":
             return np.asarray(as_numpy(data), dtype=dtype)
         return self.xp.asarray(data, dtype=dtype)

@@ -17,10 +17,15 @@ __all__ = ["tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
            "randn_like", "manual_seed", "float32", "float64", "int64", "int32", "bool_"]
 
 float32 = np.float32
+"""NumPy's float32, the default dtype (``torch.float32``)."""
 float64 = np.float64
+"""NumPy's float64 (``torch.float64``): gradchecks run in it."""
 int32 = np.int32
+"""NumPy's int32 (``torch.int32``)."""
 int64 = np.int64
+"""NumPy's int64 (``torch.int64``): the dtype of indices and of integer data."""
 bool_ = np.bool_
+"""NumPy's bool (``torch.bool``): the dtype of comparisons and masks."""
 
 DEFAULT_DTYPE = np.float32
 
@@ -194,6 +199,7 @@ randn_like = _like(randn)
 
 
 def full_like(t, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``full`` with the shape of ``t``, and its dtype and device unless given."""
     return full(t.shape, fill_value, dtype=t.dtype if dtype is None else dtype,
                 device=device or t.device, requires_grad=requires_grad)
 

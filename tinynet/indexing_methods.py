@@ -3,7 +3,8 @@
 ``x.unfold(0, 3, 1)``, ``x.argsort()``, ``x.cumsum(0)``, ``x.cummax(0)``...
 
 Mixed into :class:`~tinynet.tensor.Tensor` like :mod:`tinynet.math_methods`; each
-one dispatches to the op of the same name (PyTorch's names and signatures).
+one dispatches to the op of the same name (PyTorch's names and signatures) and
+shows that op's docstring (given by :mod:`tinynet.tensor` once the ops are imported).
 """
 from __future__ import annotations
 

@@ -152,6 +152,7 @@ class InPlaceMethods:
         return _ufunc_("sub_", self, xp.subtract, other, alpha=alpha)
 
     def mul_(self, other):
+        """``self *= other`` in place, broadcast to this shape; returns self."""
         return _ufunc_("mul_", self, _backend.get_array_module(self.data).multiply, other)
 
     def div_(self, other):

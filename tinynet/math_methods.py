@@ -2,7 +2,8 @@
 and ``prod``: ``x.sin()``, ``x.prod(dim)``, ``x.isclose(y)``, ``x // y``, ``a & b``, ``~a``...
 
 Mixed into :class:`~tinynet.tensor.Tensor` like the in-place methods; each one
-dispatches to the op of the same name (PyTorch's names and signatures).
+dispatches to the op of the same name (PyTorch's names and signatures) and shows
+that op's docstring (given by :mod:`tinynet.tensor` once the ops are imported).
 """
 from __future__ import annotations
 

@@ -7,12 +7,16 @@ output of an operation otherwise; ``_node`` is then the graph node (a
 
 Methods follow PyTorch's names and signatures (``x.sum(dim, keepdim)``,
 ``x.transpose(d0, d1)``...); NumPy's ``axis``/``keepdims`` are accepted too.
-All of the arithmetic lives in :mod:`tinynet.ops`; this class only dispatches.
+All of the arithmetic lives in :mod:`tinynet.ops`; this class only dispatches,
+and a method that forwards to the op of its name takes that op's docstring
+(``_take_op_docstrings``, run once the ops are imported).
 The in-place methods (``add_``, ``zero_``, ``copy_``...) and their rules live
 in :mod:`tinynet.inplace`; the trigonometric, rounding, logical and bitwise
 methods (``sin``, ``round``, ``prod``, ``//``, ``&``...) in :mod:`tinynet.math_methods`.
 """
 from __future__ import annotations
+
+import types
 
 import numpy as np
 
@@ -41,6 +45,19 @@ def device_and_dtype(args, device=None, dtype=None):
 
 
 class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
+    """An n-dimensional array and what autograd needs, as ``torch.Tensor``.
+
+    * ``data``: the array itself (NumPy on ``'cpu'``, CuPy on ``'cuda'``);
+    * ``grad``: None, or after ``backward()`` a Tensor of the same shape holding
+      the accumulated gradient (a leaf with ``requires_grad`` only);
+    * :attr:`requires_grad`, :attr:`is_leaf`, :attr:`grad_fn`: its place in the graph.
+
+    The methods have PyTorch's names, signatures and defaults (``x.sum(dim,
+    keepdim)``, ``x.transpose(d0, d1)``); a method that forwards to an op shows
+    that op's docstring. The operators (``+ - * / ** @ // & | ^ ~``, comparisons,
+    indexing) are the ops of :mod:`tinynet.ops`, broadcast as NumPy's.
+    """
+
     # _version counts the in-place writes to this tensor (see tinynet.inplace).
     # _grad_hooks / _post_accumulate_hooks: a leaf's hooks (tinynet.hooks), or None.
     __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "_version",
@@ -50,10 +67,15 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
     __array_ufunc__ = None
 
     def __init__(self, data, dtype=None, requires_grad=False, device=None):
-        """Same as :func:`tinynet.tensor`."""
+        """A copy of ``data`` (numbers, nested lists, a NumPy or CuPy array), as
+        :func:`tinynet.tensor` makes it: float32 for floating-point Python data, int64
+        for integers, unless ``dtype`` is given."""
         from .creation import _to_array
         self.data = _to_array(data, dtype, device)
+        """The array: NumPy's ``ndarray`` on ``'cpu'``, CuPy's on ``'cuda'``."""
         self.grad = None
+        """None, or after ``backward()`` the accumulated gradient: a Tensor of this
+        shape and dtype (for a leaf that requires grad)."""
         self._node = None
         self._output = 0
         self._version = 0
@@ -87,6 +109,9 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
     # ------------------------------------------------------------------ autograd
     @property
     def requires_grad(self) -> bool:
+        """Whether backward() computes a gradient for this tensor (floating-point tensors
+        only; settable on a leaf, as PyTorch's). False by default.
+        """
         return self._requires_grad
 
     @requires_grad.setter
@@ -102,11 +127,13 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
         self._requires_grad = value
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set :attr:`requires_grad` in place (default True) and return self, as PyTorch's."""
         self.requires_grad = requires_grad
         return self
 
     @property
     def is_leaf(self) -> bool:
+        """True for a tensor the user made (or detached), False for the output of an op."""
         return self._node is None
 
     @property
@@ -157,39 +184,51 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
         return self._new(creation.zeros, size, dtype, device, requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        """Ones of ``size``, with this tensor's dtype and device unless given."""
         return self._new(creation.ones, size, dtype, device, requires_grad)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
+        """Uninitialised memory of ``size``, with this tensor's dtype and device unless given."""
         return self._new(creation.empty, size, dtype, device, requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None,
                  requires_grad=False) -> "Tensor":
+        """``size`` (a tuple) filled with ``fill_value``, with this tensor's dtype and device
+        unless given (as ``torch.Tensor.new_full``).
+        """
         return self._new(creation.full, (size,), dtype, device, requires_grad, fill_value)
 
     # --------------------------------------------------------------- properties
     @property
     def shape(self) -> tuple:
+        """The size of each dim, a tuple of ints (``torch.Size`` is a tuple too)."""
         return self.data.shape
 
     @property
     def ndim(self) -> int:
+        """The number of dims (0 for a scalar tensor); ``dim()`` is the same."""
         return self.data.ndim
 
     @property
     def dtype(self):
+        """The NumPy dtype of the elements: float32 by default, float64, int64, bool..."""
         return self.data.dtype
 
     @property
     def device(self) -> str:
+        """``'cpu'`` (a NumPy array) or ``'cuda'`` (a CuPy array)."""
         return _backend.device_of(self.data)
 
     def size(self, dim=None):
+        """The shape (a tuple), or the size of dim ``dim``, as ``torch.Tensor.size``."""
         return self.data.shape if dim is None else self.data.shape[dim]
 
     def dim(self) -> int:
+        """The number of dims, :attr:`ndim`."""
         return self.data.ndim
 
     def numel(self) -> int:
+        """The number of elements, the product of the shape (an int)."""
         return int(self.data.size)
 
     def __len__(self):
@@ -214,12 +253,14 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
         return self.data if dtype is None else self.data.astype(dtype)
 
     def item(self):
+        """The element of a one-element tensor, as a Python number (a ValueError for more)."""
         if self.data.size != 1:
             raise ValueError(
                 f"item() needs a tensor with one element, not shape {tuple(self.shape)}")
         return self.data.reshape(()).item()
 
     def tolist(self):
+        """The elements as (nested lists of) Python numbers; a 0-d tensor gives a number."""
         return _backend.as_numpy(self.data).tolist()
 
     def __float__(self):
@@ -245,18 +286,23 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
         return out
 
     def cpu(self) -> "Tensor":
+        """This tensor on the CPU: itself if it is there, else a differentiable copy."""
         return self.to("cpu")
 
     def cuda(self) -> "Tensor":
+        """This tensor on the GPU (CuPy): itself if it is there, else a differentiable copy."""
         return self.to("cuda")
 
     def float(self) -> "Tensor":
+        """This tensor as float32 (itself if it is float32): ``to(tinynet.float32)``."""
         return self.to(np.float32)
 
     def double(self) -> "Tensor":
+        """This tensor as float64 (itself if it is float64): ``to(tinynet.float64)``."""
         return self.to(np.float64)
 
     def type(self, dtype) -> "Tensor":
+        """This tensor as ``dtype``: ``to(dtype)`` (``astype`` is the same method, as NumPy's)."""
         return self.to(dtype)
 
     astype = type
@@ -390,13 +436,32 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
     def chunk(self, chunks, dim=0): return ops.chunk(self, chunks, dim)
 
     def t(self):
+        """The transpose of a tensor of at most 2 dims (a 0-d or 1-d tensor unchanged), as
+        ``torch.Tensor.t``.
+        """
         if self.ndim > 2:
             raise ValueError(f"t() expects a tensor with at most 2 dims, got shape {self.shape}")
         return self if self.ndim < 2 else ops.transpose(self, 0, 1)
 
     @property
     def T(self):
+        """All dims reversed: the transpose of a matrix, ``permute(ndim - 1, ..., 0)``."""
         return ops.permute(self, *reversed(range(self.ndim)))
 
 
 from . import creation, ops  # noqa: E402  (they build on Tensor, Tensor dispatches to them)
+
+
+def _take_op_docstrings(cls) -> None:
+    """Give each public method of ``cls`` and of its mixins that has no docstring of its
+    own and the name of an op of :mod:`tinynet.ops` (``x.sum(dim)`` is
+    ``ops.sum(x, dim)``) that op's docstring: the same string, not a copy, so that
+    ``help(Tensor.sum)`` says what ``help(tinynet.sum)`` says and the two cannot drift."""
+    for klass in cls.__mro__:
+        for name, method in vars(klass).items():
+            if (not name.startswith("_") and isinstance(method, types.FunctionType)
+                    and method.__doc__ is None and name in ops.__all__):
+                method.__doc__ = getattr(ops, name).__doc__
+
+
+_take_op_docstrings(Tensor)

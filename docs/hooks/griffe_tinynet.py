@@ -4,8 +4,15 @@
   folder (setup.cfg's ``package_dir``), so griffe, which reads ``tinynet/``, does not see
   it. This puts it where ``import tinynet.kernels`` finds it.
 * ``OneEntryPerObject``: a package re-exports its submodules' names (``tinynet.data``
-  exports ``DataLoader`` from ``tinynet.data.loader``); the reference shows each package
-  module by module, so such a name is documented once, in the module that defines it.
+  exports ``DataLoader`` from ``tinynet.data.loader``); a package's ``:::`` would show
+  such a name twice, so it is documented once, in the module that defines it. (The
+  pages name each public object instead, ``::: tinynet.data.DataLoader``.)
+* ``ImportedObjects``: what tinynet's import makes of its source, which griffe, reading
+  the source, does not see: a Tensor method that forwards to an op takes the op's
+  docstring then (``tinynet/tensor.py``), and a function made by a factory or bound
+  to a second name (``zeros = _factory(zeros)``, ``zeros_like = _like(zeros)``,
+  ``clamp = clip``) has the made function's signature. Both are read from the
+  imported objects.
 * ``SphinxDocstrings``: the docstrings are written for Sphinx, and mkdocstrings reads
   them as Markdown. ``:func:`load``` and ``:class:`~tinynet.data.DataLoader``` become code
   that links to the object's entry in the API reference where there is one (plain code
@@ -14,8 +21,11 @@
 """
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import inspect
 import re
+import types
 from pathlib import Path
 
 import griffe
@@ -53,6 +63,60 @@ class OneEntryPerObject(griffe.Extension):
                         member.public = False
                 elif member.is_module:
                     pending.append(member)
+
+
+def imported(path: str):
+    """The object at ``path`` once tinynet is imported (a class's member as it is in the
+    class: a function or a property), or None."""
+    parts = path.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for part in parts[split:]:
+                obj = inspect.getattr_static(obj, part)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def signature_of(name: str, function: types.FunctionType, lineno) -> griffe.Function:
+    """A griffe function named ``name`` with ``function``'s signature and docstring."""
+    parameters = griffe.Parameters(*(
+        griffe.Parameter(p.name, kind=griffe.ParameterKind(p.kind.description),
+                         default=None if p.default is p.empty else repr(p.default))
+        for p in inspect.signature(function).parameters.values()))
+    doc = function.__doc__
+    return griffe.Function(name, lineno=lineno, parameters=parameters,
+                           docstring=griffe.Docstring(doc) if doc else None)
+
+
+class ImportedObjects(griffe.Extension):
+    """Signatures and docstrings as the import makes them (see the module docstring)."""
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
+        if pkg.path != "tinynet":
+            return
+        pending = [pkg]
+        while pending:
+            scope = pending.pop()
+            for name, member in list(scope.members.items()):
+                if member.is_alias or member.path.startswith("tinynet.kernels"):
+                    continue
+                if member.is_module or member.is_class:
+                    pending.append(member)
+                    continue
+                runtime = imported(member.path)
+                if isinstance(runtime, types.FunctionType) and not hasattr(
+                        runtime, "__wrapped__") and runtime.__module__.startswith("tinynet") \
+                        and (member.is_attribute or runtime.__code__.co_name != name):
+                    scope.set_member(name, signature_of(name, runtime, member.lineno))
+                elif member.docstring is None and isinstance(
+                        runtime, (types.FunctionType, property)) and runtime.__doc__:
+                    member.docstring = griffe.Docstring(runtime.__doc__, parent=member)
 
 
 def resolve(name: str, obj: griffe.Object) -> str:

@@ -102,6 +102,9 @@ class TensorDataset(Dataset):
         return self.arrays[0].shape[0]
 
     def get_batch(self, indices):
+        """The items at ``indices`` (an int64 array) stacked: ``tuple(a[indices] for a in
+        arrays)``, one array per field, the batch dim first.
+        """
         return tuple(a[indices] for a in self.arrays)
 
 
@@ -132,6 +135,9 @@ class Subset(Dataset):
         return self.indices.size
 
     def get_batch(self, indices):
+        """The items at positions ``indices`` of the subset, stacked by the underlying
+        dataset's batch path (one array per field, the batch dim first).
+        """
         return self._dataset_batch(self.indices[indices])
 
 

@@ -72,6 +72,11 @@ class CharLSTM(nn.Module):
         return self.drop(output), hx
 
     def forward(self, idx, targets=None):
+        """``idx`` (B, T) character ids. Without ``targets``: ``(logits, None)``, the logits
+        of the next character at the last position, (B, 1, vocab_size). With ``targets``
+        (B, T): the logits at every position, (B, T, vocab_size), and the mean
+        cross-entropy (-1 ignored), a 0-d tensor.
+        """
         if idx.ndim != 2:
             raise ValueError(f"CharLSTM: expected token ids (batch, steps), got shape "
                              f"{tuple(idx.shape)}")

@@ -220,6 +220,11 @@ class GPT(nn.Module):
         return total
 
     def forward(self, idx, targets=None):
+        """``idx`` (B, T) token ids, T <= block_size. Without ``targets``: ``(logits, None)``,
+        the logits of the next token at the last position, (B, 1, vocab_size). With
+        ``targets`` (B, T): the logits at every position, (B, T, vocab_size), and the
+        mean cross-entropy against them (-1 ignored), a 0-d tensor.
+        """
         batch, steps = idx.shape
         if steps > self.config.block_size:
             raise ValueError(f"GPT: a sequence of {steps} tokens is longer than the context "

@@ -6,6 +6,7 @@ from .. import nn
 __all__ = ["MLP", "NORMS", "norm_layer"]
 
 NORMS = ("none", "batch", "layer")
+"""The names :func:`norm_layer` (and the MLP's ``norm``) accept."""
 
 
 def norm_layer(norm: str, features: int, **options):

@@ -23,5 +23,8 @@ class SequenceClassifier(nn.Module):
         self.head = nn.Linear(hidden_size, classes)
 
     def forward(self, x):
+        """Logits (B, classes) from the last layer's final hidden state, for ``x``
+        (B, T, input_size).
+        """
         _, (h, _) = self.lstm(x)
         return self.head(h[-1])

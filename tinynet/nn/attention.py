@@ -145,6 +145,12 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
                 attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
+        """Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V (Vaswani et al., 2017, Eq. 1) per head
+        on the projected inputs, then ``out_proj``: query (L, N, E), key and value
+        (S, N, E) (batch first: (N, L, E)...) or unbatched (L, E) -> ``(attn_output,
+        attn_weights)``, the output the query's shape and the weights (N, L, S) averaged
+        over heads (None with ``need_weights=False``). The masks are the class docstring's.
+        """
         key_padding_mask = additive_mask(key_padding_mask, "key_padding_mask", query)
         attn_mask = additive_mask(attn_mask, "attn_mask", query)
         batched = self._check_shapes(query, key, value, key_padding_mask, attn_mask)

@@ -43,6 +43,7 @@ class Sequential(_Container):
             self._add(module)
 
     def forward(self, x):
+        """``x`` passed through each module in turn, the output of one the input of the next."""
         for module in self._modules.values():
             x = module(x)
         return x
@@ -57,6 +58,7 @@ class ModuleList(_Container):
             self.append(module)
 
     def append(self, module: Module) -> "ModuleList":
+        """Add ``module`` at the end (registered under the next index); return self."""
         self._add(module)
         return self
 
@@ -99,20 +101,25 @@ class ModuleDict(Module):
         return name in self._modules
 
     def keys(self):
+        """The names, in insertion order."""
         return self._modules.keys()
 
     def values(self):
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def items(self):
+        """(name, module) pairs, in insertion order."""
         return self._modules.items()
 
     def pop(self, name: str) -> Module:
+        """Remove the module named ``name`` and return it (a KeyError if there is none)."""
         module = self[name]
         del self[name]
         return module
 
     def clear(self) -> None:
+        """Remove every module."""
         for name in list(self._modules):
             del self[name]
 

@@ -55,6 +55,9 @@ class Embedding(Module):
         return cls(rows, columns, padding_idx, _weight=embeddings, _freeze=freeze)
 
     def forward(self, input):
+        """The rows of ``weight`` at the integer indices ``input`` (a tensor of any
+        shape): output ``input.shape + (embedding_dim,)``, in the weight's dtype.
+        """
         return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self):

@@ -26,15 +26,20 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0):
 
 
 def constant_(tensor, value: float):
+    """Fill ``tensor`` in place with ``value``; return it."""
     tensor.data[...] = value
     return tensor
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` in place with zeros; return it (PyTorch's init of biases and of
+    LayerNorm's bias).
+    """
     return constant_(tensor, 0.0)
 
 
 def ones_(tensor):
+    """Fill ``tensor`` in place with ones; return it (the init of LayerNorm's gain)."""
     return constant_(tensor, 1.0)
 
 

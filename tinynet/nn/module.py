@@ -19,7 +19,12 @@ __all__ = ["Parameter", "Module"]
 
 
 class Parameter(Tensor):
-    """A leaf tensor that a Module owns and an optimizer updates."""
+    """A leaf tensor that a Module owns and an optimizer updates.
+
+    ``Parameter(data, requires_grad=True)`` wraps the array of ``data`` (a Tensor or
+    an array) without copying it; assigning it to a Module's attribute registers it
+    in ``parameters()`` and ``state_dict()``.
+    """
 
     __slots__ = ()
 
@@ -32,7 +37,12 @@ class Parameter(Tensor):
 
 
 class Module:
-    """Base class of every layer. Subclasses define ``forward``."""
+    """Base class of every layer, as ``torch.nn.Module``. Subclasses define ``forward``.
+
+    Assigning a :class:`Parameter` or a Module to an attribute registers it;
+    ``register_buffer`` registers state that is not a parameter. ``module(x)``
+    calls ``forward(x)``. A new module is in training mode.
+    """
 
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -77,6 +87,9 @@ class Module:
         object.__delattr__(self, name)
 
     def register_parameter(self, name: str, param) -> None:
+        """Register ``param`` (a :class:`Parameter`, or None for an optional one such as a
+        missing bias) under ``name``, as assigning ``self.name = param`` does.
+        """
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"{name!r} must be a Parameter or None")
         self._parameters[name] = param
@@ -90,6 +103,9 @@ class Module:
         object.__setattr__(self, name, tensor)
 
     def forward(self, *args, **kwargs):
+        """The computation of the module; subclasses define it, and ``module(*args)`` calls
+        it. Each layer's ``forward`` documents its input and output shapes.
+        """
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
@@ -111,6 +127,7 @@ class Module:
             stack.extend(reversed(children))
 
     def modules(self):
+        """This module and every descendant, depth first, each once."""
         for _, module in self.named_modules():
             yield module
 
@@ -124,6 +141,7 @@ class Module:
                 yield name, module
 
     def children(self):
+        """The direct sub-modules, each once."""
         for _, module in self.named_children():
             yield module
 
@@ -138,34 +156,55 @@ class Module:
                 yield (f"{module_name}.{name}" if module_name else name), value
 
     def named_parameters(self, recurse: bool = True):
+        """(name, parameter) for every parameter of this module and (with ``recurse``, the
+        default) of its descendants, by dotted name (``"0.weight"``), each once.
+        """
         return self._named_members("_parameters", recurse)
 
     def parameters(self, recurse: bool = True):
+        """Every parameter of this module and (with ``recurse``, the default) of its
+        descendants, each once: what an optimizer is given.
+        """
         for _, p in self.named_parameters(recurse):
             yield p
 
     def named_buffers(self, recurse: bool = True):
+        """(name, buffer) for every buffer (running statistics...) of this module and (with
+        ``recurse``, the default) of its descendants, by dotted name.
+        """
         return self._named_members("_buffers", recurse)
 
     def buffers(self, recurse: bool = True):
+        """Every buffer of this module and (with ``recurse``, the default) of its descendants."""
         for _, b in self.named_buffers(recurse):
             yield b
 
     # ------------------------------------------------------------------ modes
     def train(self, mode: bool = True) -> "Module":
+        """Set training mode (``mode=True``) or eval mode on this module and every
+        descendant (``self.training``: dropout and batch norm behave differently); return
+        self.
+        """
         for module in self.modules():
             object.__setattr__(module, "training", bool(mode))
         return self
 
     def eval(self) -> "Module":
+        """Set eval mode on this module and every descendant (``train(False)``); return self."""
         return self.train(False)
 
     def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set ``requires_grad`` on every parameter (default True: False freezes the
+        module); return self.
+        """
         for p in self.parameters():
             p.requires_grad = requires_grad
         return self
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset every parameter's gradient: to None (``set_to_none=True``, PyTorch's
+        default), else to zeros.
+        """
         for p in self.parameters():
             if set_to_none or p.grad is None:
                 p.grad = None
@@ -188,9 +227,11 @@ class Module:
         return self
 
     def cpu(self) -> "Module":
+        """Move every parameter and buffer to the CPU in place; return self."""
         return self.to("cpu")
 
     def cuda(self) -> "Module":
+        """Move every parameter and buffer to the GPU (CuPy) in place; return self."""
         return self.to("cuda")
 
     def double(self) -> "Module":
@@ -256,6 +297,9 @@ class Module:
 
     # ------------------------------------------------------------------- repr
     def extra_repr(self) -> str:
+        """The module's own settings for its ``repr`` (``"in_features=2, out_features=3"``);
+        subclasses override it, as in PyTorch. Empty here.
+        """
         return ""
 
     def __repr__(self):

@@ -137,6 +137,10 @@ class DistributedDataParallel(Module):
                 p.register_post_accumulate_grad_hook(self._gradient_ready)
 
     def forward(self, *args, **kwargs):
+        """``module(*args, **kwargs)``, after copying rank 0's buffers to every rank (in
+        training, with ``broadcast_buffers``); the backward that follows averages the
+        gradients over the ranks, bucket by bucket, as they are ready.
+        """
         if self._ready:
             self._refuse_unfinished()
         if self.broadcast_buffers and self.training and self._world.size > 1:

@@ -65,6 +65,10 @@ class GateNorms(Module):
             init.constant_(self.hh.weight, 0.1)
 
     def normalize(self, which: str, x, step: int):
+        """Normalize ``x`` by the normalization ``which`` (``'ih'``: of W x, ``'hh'``: of
+        U h, ``'cell'``: of c); ``step`` picks a stepwise batch norm's statistics (a
+        layer norm ignores it).
+        """
         module = getattr(self, which)
         return module(x, step) if self.stepwise else module(x)
 
@@ -155,6 +159,12 @@ class LSTMCell(Module):
                                                         dtype, device)
 
     def forward(self, x, hx=None, step: int = 0):
+        """One step: ``x`` (B, input_size) and ``hx = (h, c)``, each (B, hidden_size), zeros
+        when None, give the next ``(h, c)``: i, f, g, o = split(W x + b_ih + U h + b_hh),
+        c' = σ(f) ⊙ c + σ(i) ⊙ tanh(g), h' = σ(o) ⊙ tanh(c'). With ``norm='layer'``,
+        the paper's LN-LSTM: gates = LN(W x) + LN(U h) + b, h' = σ(o) ⊙ tanh(LN(c')).
+        ``step`` picks the statistics of ``norm='batch'``.
+        """
         if x.ndim != 2 or x.shape[1] != self.input_size:
             raise ValueError(
                 f"LSTMCell: expected input (batch, {self.input_size}), got shape {tuple(x.shape)}")
@@ -216,6 +226,12 @@ class LSTM(Module):
         return batch
 
     def forward(self, x, hx=None):
+        """``x`` (T, B, input_size), or (B, T, input_size) with ``batch_first``, and the
+        optional ``hx = (h_0, c_0)``, each (num_layers, B, hidden_size), zeros when None.
+        Returns ``output, (h_n, c_n)``: the last layer's h at every step, (T, B,
+        hidden_size) (or batch first), and each layer's final state, (num_layers, B,
+        hidden_size). The step is LSTMCell's.
+        """
         batch = self._check_input(x, hx)
         time_axis = 1 if self.batch_first else 0
         sequence = x

@@ -69,6 +69,12 @@ class TransformerEncoderLayer(Module):
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+        """``src`` (S, N, E), (N, S, E) with ``batch_first``, or (S, E) -> the same shape.
+        Post-LN: x = norm1(x + SA(x)), x = norm2(x + FF(x)); Pre-LN (``norm_first``):
+        x = x + SA(norm1(x)), x = x + FF(norm2(x)). ``src_mask`` and
+        ``src_key_padding_mask`` are passed to the self-attention; ``is_causal`` is a hint
+        that ``src_mask`` is the causal mask.
+        """
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -109,6 +115,9 @@ class TransformerEncoder(Module):
         self.mask_check = mask_check
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        """``src`` through each layer in turn (with ``mask`` and ``src_key_padding_mask``),
+        then ``norm`` if given: the same shape as ``src``, (S, N, E) or batch first.
+        """
         mask = additive_mask(mask, "mask", src)
         if is_causal is None:
             is_causal = self._is_causal_mask(mask, src)

@@ -39,8 +39,14 @@ class ToDevice(Function):
 
 
 def cast(x, dtype):
+    """``x`` converted to ``dtype`` (``Tensor.to(dtype)``); differentiable from a
+    floating-point input: the gradient is cast back to the input's dtype.
+    """
     return Cast.apply(x, np.dtype(dtype))
 
 
 def to_device(x, device):
+    """``x`` copied to ``device`` (``'cpu'`` or ``'cuda'``, ``Tensor.to(device)``);
+    differentiable: the gradient is copied back to the input's device.
+    """
     return ToDevice.apply(x, device)

@@ -94,6 +94,10 @@ class Linear(Function):
 
 
 def matmul(a, b):
+    """The matrix product ``a @ b`` with ``torch.matmul``'s rules: 1-D · 1-D is a dot
+    product, a 1-D operand is a row (or column) that is dropped from the result, and
+    leading dims broadcast as a batch: (*, n, k) @ (*, k, m) -> (*, n, m).
+    """
     return Matmul.apply(operand(a), operand(b))
 
 

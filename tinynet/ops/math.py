@@ -180,21 +180,85 @@ def _integral(x):
     return kind in ("i", "u", "b") or (kind is None and isinstance(x, numbers.Integral))
 
 
-def sin(input): return Sin.apply(input)
-def cos(input): return Cos.apply(input)
-def tan(input): return Tan.apply(input)
-def asin(input): return Asin.apply(input)
-def acos(input): return Acos.apply(input)
-def atan(input): return Atan.apply(input)
-def sinh(input): return Sinh.apply(input)
-def cosh(input): return Cosh.apply(input)
-def asinh(input): return Asinh.apply(input)
-def acosh(input): return Acosh.apply(input)
-def atanh(input): return Atanh.apply(input)
-def rsqrt(input): return Rsqrt.apply(input)
-def floor(input): return Floor.apply(input)
-def ceil(input): return Ceil.apply(input)
-def trunc(input): return Trunc.apply(input)
+def sin(input):
+    """sin x elementwise (integers become float32); d/dx = cos x."""
+    return Sin.apply(input)
+
+
+def cos(input):
+    """cos x elementwise (integers become float32); d/dx = -sin x."""
+    return Cos.apply(input)
+
+
+def tan(input):
+    """tan x elementwise (integers become float32); d/dx = 1 + tan² x."""
+    return Tan.apply(input)
+
+
+def asin(input):
+    """arcsin x elementwise, NaN outside [-1, 1]; d/dx = 1 / √(1 - x²)."""
+    return Asin.apply(input)
+
+
+def acos(input):
+    """arccos x elementwise, NaN outside [-1, 1]; d/dx = -1 / √(1 - x²)."""
+    return Acos.apply(input)
+
+
+def atan(input):
+    """arctan x elementwise (integers become float32); d/dx = 1 / (1 + x²)."""
+    return Atan.apply(input)
+
+
+def sinh(input):
+    """sinh x elementwise (integers become float32); d/dx = cosh x."""
+    return Sinh.apply(input)
+
+
+def cosh(input):
+    """cosh x elementwise (integers become float32); d/dx = sinh x."""
+    return Cosh.apply(input)
+
+
+def asinh(input):
+    """arsinh x elementwise (integers become float32); d/dx = 1 / √(x² + 1)."""
+    return Asinh.apply(input)
+
+
+def acosh(input):
+    """arcosh x elementwise, NaN below 1; d/dx = 1 / √(x² - 1)."""
+    return Acosh.apply(input)
+
+
+def atanh(input):
+    """artanh x elementwise, ±inf at ±1 and NaN beyond; d/dx = 1 / (1 - x²)."""
+    return Atanh.apply(input)
+
+
+def rsqrt(input):
+    """1 / √x elementwise (inf at 0, NaN below 0), as ``torch.rsqrt``; d/dx = -y³ / 2."""
+    return Rsqrt.apply(input)
+
+
+def floor(input):
+    """The largest integer <= x, elementwise, in x's dtype (integer tensors are returned
+    unchanged, bool refused, as PyTorch); the gradient is 0.
+    """
+    return Floor.apply(input)
+
+
+def ceil(input):
+    """The smallest integer >= x, elementwise, in x's dtype (integer tensors are returned
+    unchanged, bool refused, as PyTorch); the gradient is 0.
+    """
+    return Ceil.apply(input)
+
+
+def trunc(input):
+    """x rounded towards 0, elementwise, in x's dtype (integer tensors are returned
+    unchanged, bool refused, as PyTorch); the gradient is 0.
+    """
+    return Trunc.apply(input)
 
 
 def round(input, *, decimals=0):

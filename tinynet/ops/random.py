@@ -53,6 +53,7 @@ class Generator:
         self.rng = self._backend.xp.random.default_rng()
 
     def manual_seed(self, seed: int) -> "Generator":
+        """Restart this generator from ``seed``; returns the generator (as PyTorch's)."""
         self.rng = self._backend.xp.random.default_rng(seed)
         return self
 

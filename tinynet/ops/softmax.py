@@ -78,6 +78,10 @@ class LogSoftmax(Function):
 
 
 def logsumexp(x, dim, keepdim=False, *, axis=None, keepdims=None):
+    """log Σ exp(x) over ``dim`` (an int or a tuple; required, as ``torch.logsumexp``),
+    computed stably by shifting by the max; ``keepdim`` keeps the reduced dims. The
+    gradient is the softmax of ``x`` over ``dim``.
+    """
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
     return LogSumExp.apply(x, axes, keepdim)
 
@@ -87,8 +91,15 @@ def _one_axis(x, dim, axis):
 
 
 def softmax(x, dim=-1, *, axis=None):
+    """softmax(x)_i = exp(x_i) / Σ_j exp(x_j) along ``dim`` (default -1), computed stably
+    (shifted by the max); same shape and dtype, each slice sums to 1. Backward:
+    y (g - Σ g y).
+    """
     return Softmax.apply(x, _one_axis(x, dim, axis))
 
 
 def log_softmax(x, dim=-1, *, axis=None):
+    """log softmax along ``dim`` (default -1): x - log Σ exp(x), without forming the
+    softmax; same shape and dtype. Backward: g - softmax(x) Σ g.
+    """
     return LogSoftmax.apply(x, _one_axis(x, dim, axis))

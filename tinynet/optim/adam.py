@@ -38,6 +38,11 @@ class Adam(Optimizer):
                             f"got {decoupled!r}")
 
     def step(self):
+        """One Adam update of every parameter with a gradient (Kingma & Ba, 2015,
+        Algorithm 1, with PyTorch's ε placement): with g the gradient (+ λ θ for L2
+        ``weight_decay``) and t the step count, m ← β₁ m + (1 − β₁) g,
+        v ← β₂ v + (1 − β₂) g², θ ← θ − lr / (1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε).
+        """
         for group, p in self._params_with_grad():
             state = self.state.get(p)
             if state is None:

@@ -79,6 +79,9 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self) -> None:
+        """Advance one epoch (``last_epoch += 1``) and set each group's lr to the
+        schedule's value there; call it after ``optimizer.step()``, as in PyTorch.
+        """
         self._update_lr()
 
     def _update_lr(self, epoch: int | None = None) -> None:
@@ -99,6 +102,7 @@ class LRScheduler:
                 if key not in self._unsaved}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the scheduler from :meth:`state_dict`'s output (the same keys)."""
         expected, given = set(self.state_dict()), set(state_dict)
         if given != expected:
             raise ValueError(f"{type(self).__name__}.load_state_dict: the state has keys "
@@ -281,6 +285,9 @@ class SequentialLR(LRScheduler):
             scheduler.last_epoch -= 1
 
     def step(self) -> None:
+        """Advance one epoch: the scheduler whose milestones hold this epoch steps (one that
+        starts here restarts at its own epoch 0).
+        """
         self.last_epoch += 1
         index = bisect.bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[index]

@@ -11,7 +11,12 @@ __all__ = ["Optimizer"]
 
 class Optimizer:
     """Holds ``param_groups`` (each a dict of params and hyper-parameters) and a
-    ``state`` dict per parameter, as ``torch.optim.Optimizer``."""
+    ``state`` dict per parameter, as ``torch.optim.Optimizer``.
+
+    ``params`` is an iterable of tensors that require grad, or of dicts (parameter
+    groups, each with its own hyper-parameters); ``defaults`` fills in the
+    hyper-parameters a group does not give. Subclasses define :meth:`step`.
+    """
 
     def __init__(self, params, defaults: dict):
         self.check_hyperparameters(defaults)
@@ -26,6 +31,9 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, group: dict) -> None:
+        """Add a parameter group: a dict with ``"params"`` (tensors that require grad, in no
+        other group) and optional hyper-parameters, the defaults filling the rest.
+        """
         group = dict(group)
         group["params"] = list(group["params"])
         for p in group["params"]:
@@ -51,6 +59,9 @@ class Optimizer:
                     yield group, p
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradient of every parameter: to None (``set_to_none=True``, PyTorch's
+        default), else to zeros in place.
+        """
         for group in self.param_groups:
             for p in group["params"]:
                 if set_to_none or p.grad is None:
@@ -59,6 +70,9 @@ class Optimizer:
                     p.grad.data[...] = 0
 
     def step(self):
+        """Update every parameter that has a gradient by the optimizer's rule, in place
+        (under no autograd); subclasses define it.
+        """
         raise NotImplementedError
 
     def state_dict(self) -> dict:
@@ -75,6 +89,9 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore hyper-parameters and per-parameter state from :meth:`state_dict`'s
+        output; the groups must hold as many parameters as when it was saved.
+        """
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups) or any(
                 len(g["params"]) != len(own["params"])

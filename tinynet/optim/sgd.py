@@ -30,6 +30,7 @@ class SGD(Optimizer):
             raise ValueError("SGD: nesterov momentum needs momentum > 0 and dampening = 0")
 
     def step(self):
+        """One SGD update of every parameter with a gradient, by the class docstring's rule."""
         for group, p in self._params_with_grad():
             grad = p.grad.data
             if group["weight_decay"]:
