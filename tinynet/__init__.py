@@ -27,15 +27,22 @@ from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import cuda_is_available, get_array_module, use_kernels, use_reference_kernels
 from .creation import (
     arange,
+    bool,
     bool_,
     empty,
+    eye,
+    float16,
     float32,
     float64,
     from_numpy,
     full,
     full_like,
+    int8,
+    int16,
     int32,
     int64,
+    linspace,
+    logspace,
     manual_seed,
     ones,
     ones_like,
@@ -44,6 +51,7 @@ from .creation import (
     randn,
     randn_like,
     tensor,
+    uint8,
     zeros,
     zeros_like,
 )
@@ -120,6 +128,7 @@ from .ops import (
     squeeze,
     stack,
     std,
+    std_mean,
     sum,
     tan,
     tanh,
@@ -132,6 +141,7 @@ from .ops import (
     unflatten,
     unsqueeze,
     var,
+    var_mean,
     where,
 )
 from .serialization import CheckpointError, load, save
@@ -145,9 +155,10 @@ __all__ = [
     # devices and kernels
     "cuda_is_available", "get_array_module", "use_kernels", "use_reference_kernels",
     # creation and dtypes
-    "arange", "bool_", "empty", "float32", "float64", "from_numpy", "full", "full_like",
-    "int32", "int64", "manual_seed", "ones", "ones_like", "rand", "rand_like", "randn",
-    "randn_like", "tensor", "zeros", "zeros_like",
+    "arange", "bool", "bool_", "empty", "eye", "float16", "float32", "float64", "from_numpy",
+    "full", "full_like", "int8", "int16", "int32", "int64", "linspace", "logspace",
+    "manual_seed", "ones", "ones_like", "rand", "rand_like", "randn", "randn_like", "tensor",
+    "uint8", "zeros", "zeros_like",
     # ops
     "abs", "argmax", "argmin", "cat", "chunk", "clamp", "clip", "concatenate", "exp", "flatten",
     "log", "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum",
@@ -159,7 +170,7 @@ __all__ = [
     "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "roll", "flip", "diagonal", "diag", "unflatten", "index_select", "repeat_interleave",
     "masked_select", "nonzero", "argsort", "cumsum", "cumprod", "cummax", "cummin",
-    "logcumsumexp", "einsum",
+    "logcumsumexp", "einsum", "std_mean", "var_mean",
     # checkpoints, threads
     "CheckpointError", "load", "save", "get_num_threads", "set_num_threads",
 ]

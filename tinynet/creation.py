@@ -5,6 +5,7 @@ once by :func:`tinynet.manual_seed`.
 """
 from __future__ import annotations
 
+import builtins
 import numbers
 
 import numpy as np
@@ -12,26 +13,37 @@ import numpy as np
 from . import backend as _backend
 from .tensor import Tensor
 
-__all__ = ["tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
-           "rand", "randn", "zeros_like", "ones_like", "full_like", "rand_like",
-           "randn_like", "manual_seed", "float32", "float64", "int64", "int32", "bool_"]
+__all__ = ["tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "eye",
+           "linspace", "logspace", "rand", "randn", "zeros_like", "ones_like", "full_like",
+           "rand_like", "randn_like", "manual_seed", "float16", "float32", "float64",
+           "uint8", "int8", "int16", "int32", "int64", "bool", "bool_"]
 
+float16 = np.float16
+"""NumPy's float16 (``torch.float16``, ``torch.half``): half precision."""
 float32 = np.float32
 """NumPy's float32, the default dtype (``torch.float32``)."""
 float64 = np.float64
 """NumPy's float64 (``torch.float64``): gradchecks run in it."""
+uint8 = np.uint8
+"""NumPy's uint8 (``torch.uint8``): bytes, the pixels of images."""
+int8 = np.int8
+"""NumPy's int8 (``torch.int8``)."""
+int16 = np.int16
+"""NumPy's int16 (``torch.int16``, ``torch.short``)."""
 int32 = np.int32
 """NumPy's int32 (``torch.int32``)."""
 int64 = np.int64
 """NumPy's int64 (``torch.int64``): the dtype of indices and of integer data."""
 bool_ = np.bool_
 """NumPy's bool (``torch.bool``): the dtype of comparisons and masks."""
+bool = np.bool_    # PyTorch's name: this module says builtins.bool for Python's own
+"""NumPy's bool under PyTorch's name, ``torch.bool`` (the same type as ``bool_``)."""
 
 DEFAULT_DTYPE = np.float32
 
 
 # The dtype of a Python number in tensor() or full(), as in PyTorch.
-_PYTHON_DTYPES = ((bool, np.dtype(np.bool_)), (numbers.Integral, np.dtype(np.int64)),
+_PYTHON_DTYPES = ((builtins.bool, np.dtype(np.bool_)), (numbers.Integral, np.dtype(np.int64)),
                   (numbers.Real, np.dtype(DEFAULT_DTYPE)),
                   (numbers.Complex, np.dtype(np.complex64)))
 _KIND_ORDER = "buifc"
@@ -180,6 +192,75 @@ def arange(start, end=None, step=1, dtype=None, device="cpu", requires_grad=Fals
         integral = all(isinstance(v, numbers.Integral) for v in (start, end, step))
         dtype = np.int64 if integral else DEFAULT_DTYPE
     array = _backend.get_backend(device).xp.arange(start, end, step, dtype=np.dtype(dtype))
+    return Tensor._make_leaf(array, requires_grad)
+
+
+def _size(value, name, what="n") -> int:
+    """A non-negative int argument, as PyTorch checks it."""
+    if isinstance(value, builtins.bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}(): argument '{what}' must be an int, not "
+                        f"{type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name}(): {what} must be greater or equal to 0, got {value}")
+    return int(value)
+
+
+def _dtype(dtype):
+    """``dtype`` as a NumPy dtype; the default float32 for None."""
+    return np.dtype(DEFAULT_DTYPE if dtype is None else dtype)
+
+
+def eye(n, m=None, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """The (n, m) identity matrix (``m = n`` by default): ones on the diagonal, zeros
+    elsewhere, float32 unless ``dtype`` is given (as ``torch.eye``)."""
+    n = _size(n, "eye")
+    m = n if m is None else _size(m, "eye", "m")
+    array = _backend.get_backend(device).xp.eye(n, m, dtype=_dtype(dtype))
+    return Tensor._make_leaf(array, requires_grad)
+
+
+def _number(value):
+    """A Python number from a number or a one-element tensor (start, end, base)."""
+    return value.item() if isinstance(value, Tensor) else value
+
+
+def _evenly_spaced(name, start, end, steps, dtype):
+    """``steps`` points from ``start`` to ``end`` in float64, as PyTorch computes them:
+    start and end first converted to ``dtype`` (an integer dtype truncates them),
+    step = (end - start) / (steps - 1), the first half counted up from start and the
+    second down from end, so that both ends are exact; one step is ``[start]``."""
+    steps = _size(steps, name, "steps")
+    if dtype == np.bool_:
+        raise TypeError(f"{name}(): dtype=bool is not supported (as in PyTorch)")
+    start, end = np.asarray([_number(start), _number(end)]).astype(dtype).tolist()
+    if steps == 1:
+        return np.asarray([start])
+    index = np.arange(steps)
+    step = (end - start) / builtins.max(steps - 1, 1)
+    return np.where(index < steps // 2, start + step * index,
+                    end - step * (steps - 1 - index))
+
+
+def linspace(start, end, steps, dtype=None, device="cpu", requires_grad=False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (as
+    ``torch.linspace``): float32 unless ``dtype`` is given (an integer dtype truncates
+    toward zero); ``steps`` is an int >= 0 (0 gives an empty tensor, 1 ``[start]``)."""
+    dtype = _dtype(dtype)
+    values = _evenly_spaced("linspace", start, end, steps, dtype)
+    array = _backend.get_backend(device).asarray(values.astype(dtype), dtype=dtype)
+    return Tensor._make_leaf(array, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device="cpu",
+             requires_grad=False) -> Tensor:
+    """``base ** linspace(start, end, steps)``: ``steps`` values spaced evenly on a log
+    scale from ``base ** start`` to ``base ** end`` (as ``torch.logspace``), float32
+    unless ``dtype`` is given."""
+    dtype = _dtype(dtype)
+    exponents = _evenly_spaced("logspace", start, end, steps, dtype)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        values = np.power(float(_number(base)), exponents)
+        array = _backend.get_backend(device).asarray(values.astype(dtype), dtype=dtype)
     return Tensor._make_leaf(array, requires_grad)
 
 

@@ -42,8 +42,8 @@ class MathMethods:
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         return _ops().isclose(self, other, rtol, atol, equal_nan)
 
-    def prod(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return _ops().prod(self, dim, keepdim, axis=axis, keepdims=keepdims)
+    def prod(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        return _ops().prod(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
     def any(self, dim=None, keepdim=False): return _ops().any(self, dim, keepdim)
     def all(self, dim=None, keepdim=False): return _ops().all(self, dim, keepdim)

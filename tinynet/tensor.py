@@ -12,7 +12,9 @@ and a method that forwards to the op of its name takes that op's docstring
 (``_take_op_docstrings``, run once the ops are imported).
 The in-place methods (``add_``, ``zero_``, ``copy_``...) and their rules live
 in :mod:`tinynet.inplace`; the trigonometric, rounding, logical and bitwise
-methods (``sin``, ``round``, ``prod``, ``//``, ``&``...) in :mod:`tinynet.math_methods`.
+methods (``sin``, ``round``, ``prod``, ``//``, ``&``...) in :mod:`tinynet.math_methods`;
+the casts (``float``, ``long``, ``half``...), ``view`` and the ``*_as`` methods in
+:mod:`tinynet.conversion_methods`.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import numpy as np
 
 from . import autograd, hooks
 from . import backend as _backend
+from .conversion_methods import ConversionMethods
 from .indexing_methods import IndexingMethods
 from .inplace import InPlaceMethods
 from .math_methods import MathMethods
@@ -44,7 +47,7 @@ def device_and_dtype(args, device=None, dtype=None):
     return device, dtype
 
 
-class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
+class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
     """An n-dimensional array and what autograd needs, as ``torch.Tensor``.
 
     * ``data``: the array itself (NumPy on ``'cpu'``, CuPy on ``'cuda'``);
@@ -293,20 +296,6 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
         """This tensor on the GPU (CuPy): itself if it is there, else a differentiable copy."""
         return self.to("cuda")
 
-    def float(self) -> "Tensor":
-        """This tensor as float32 (itself if it is float32): ``to(tinynet.float32)``."""
-        return self.to(np.float32)
-
-    def double(self) -> "Tensor":
-        """This tensor as float64 (itself if it is float64): ``to(tinynet.float64)``."""
-        return self.to(np.float64)
-
-    def type(self, dtype) -> "Tensor":
-        """This tensor as ``dtype``: ``to(dtype)`` (``astype`` is the same method, as NumPy's)."""
-        return self.to(dtype)
-
-    astype = type
-
     def __repr__(self):
         body = np.array2string(_backend.as_numpy(self.data), separator=", ",
                                prefix="tensor(", threshold=200, precision=4)
@@ -372,11 +361,11 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
     def relu(self): return ops.relu(self)
 
     # --------------------------------------------------------------- reductions
-    def sum(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.sum(self, dim, keepdim, axis=axis, keepdims=keepdims)
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        return ops.sum(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
-    def mean(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.mean(self, dim, keepdim, axis=axis, keepdims=keepdims)
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+        return ops.mean(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
 
     def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None,
             axis=None, keepdims=None):
@@ -414,7 +403,6 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods):
 
     # -------------------------------------------------------------------- shape
     def reshape(self, *shape): return ops.reshape(self, *shape)
-    def view(self, *shape): return ops.reshape(self, *shape)
     def transpose(self, dim0, dim1): return ops.transpose(self, dim0, dim1)
     def permute(self, *dims): return ops.permute(self, *dims)
     def flatten(self, start_dim=0, end_dim=-1): return ops.flatten(self, start_dim, end_dim)

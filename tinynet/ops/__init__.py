@@ -87,6 +87,7 @@ from .shape import (
     view,
 )
 from .softmax import log_softmax, logsumexp, softmax
+from .statistics import std_mean, var_mean
 
 __all__ = [
     "erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "scaled_dot_product_attention",
@@ -102,5 +103,5 @@ __all__ = [
     "floor_divide", "lerp", "round", "rsqrt", "sin", "sinh", "tan", "trunc", "prod",
     "cummax", "cummin", "cumprod", "cumsum", "logcumsumexp", "argsort", "index_select",
     "masked_select", "nonzero", "repeat_interleave", "pad", "diag", "diagonal", "flip", "roll",
-    "unflatten", "unfold", "einsum",
+    "unflatten", "unfold", "einsum", "std_mean", "var_mean",
 ]

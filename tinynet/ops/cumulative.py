@@ -17,6 +17,7 @@ import numpy as np
 from ..autograd import Function
 from ..backend import get_array_module
 from ..tensor import Tensor
+from .conversion import check_reduction_dtype
 from .elementwise import no_fp_warnings
 from .reduction import normalize_axis
 from .select import Gather
@@ -54,13 +55,22 @@ def _prepare(input, dim, name, floating=False):
     return (input.reshape(1) if input.ndim == 0 else input), axis
 
 
-def _integer_result(input, dtype):
-    """torch's result dtype: ``dtype`` if given, else int64 for bools and integers."""
+def _integer_result(input, dtype, name):
+    """torch's result dtype: ``dtype`` if given (not bool), else int64 for bools and
+    integers."""
     if dtype is not None:
+        if np.dtype(dtype) == np.bool_:
+            raise TypeError(f"{name}: dtype=bool is not supported (as in torch)")
+        check_reduction_dtype(input, dtype)
         return input.to(dtype)
     if not np.issubdtype(input.dtype, np.floating):
         return input.to(np.int64)
     return input
+
+
+def _as_given(out, dtype):
+    """The result in the ``dtype`` given (NumPy's cumsum of int32 is int64, torch's int32)."""
+    return out if dtype is None or out.dtype == dtype else out.to(dtype)
 
 
 class CumSum(Function):
@@ -81,7 +91,7 @@ def cumsum(input, dim: int, *, dtype=None):
     integer inputs give int64 unless ``dtype`` is given (the input is cast to it
     first). dL/dx[i] = Σ_{k >= i} dL/dy[k]."""
     source, axis = _prepare(input, dim, "cumsum")
-    out = CumSum.apply(_integer_result(source, dtype), axis)
+    out = _as_given(CumSum.apply(_integer_result(source, dtype, "cumsum"), axis), dtype)
     return out.reshape(()) if input.ndim == 0 else out
 
 
@@ -130,7 +140,7 @@ def cumprod(input, dim: int, *, dtype=None):
     torch's gradient also where x has zeros (see ``CumProd``); bool and integer
     inputs give int64 unless ``dtype`` is given."""
     source, axis = _prepare(input, dim, "cumprod")
-    out = CumProd.apply(_integer_result(source, dtype), axis)
+    out = _as_given(CumProd.apply(_integer_result(source, dtype, "cumprod"), axis), dtype)
     return out.reshape(()) if input.ndim == 0 else out
 
 

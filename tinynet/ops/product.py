@@ -17,6 +17,7 @@ import numbers
 
 from ..autograd import Function
 from ..backend import get_array_module
+from .conversion import computed_in
 from .elementwise import no_fp_warnings
 from .reduction import normalize_axis
 
@@ -64,11 +65,12 @@ class Prod(Function):
         return grad * products_of_others(x, axis), None, None
 
 
-def prod(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """The product of all elements (``dim=None``) or along the int ``dim``.
 
     An empty product is 1, the dtype is kept for floats (integers and bools give
-    int64 on Linux, as in PyTorch). A 0-d input is its own product.
+    int64, as in PyTorch). A 0-d input is its own product. With ``dtype`` the
+    input is cast to it first, and the product is ``dtype``.
     """
     dim = dim if axis is None else axis
     keepdim = bool(keepdim if keepdims is None else keepdims)
@@ -77,4 +79,6 @@ def prod(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
                         "(PyTorch's prod reduces one dim)")
     if dim is not None:
         dim = None if input.ndim == 0 else normalize_axis(dim, input.ndim)
+    if dtype is not None or input.dtype.kind == "u":
+        return computed_in(Prod, input, dtype, dim, keepdim)
     return Prod.apply(input, dim, keepdim)

@@ -26,6 +26,7 @@ from ..autograd import Function
 from ..backend import get_array_module
 from ..tensor import Tensor
 from . import elementwise
+from .conversion import computed_in
 from .elementwise import no_fp_warnings, sign, zero_where
 
 __all__ = ["sum", "mean", "var", "std", "norm", "max", "min", "argmax", "argmin",
@@ -295,22 +296,31 @@ def _reduced_shape(shape, axes):
 
 # ------------------------------------------------------------------ functions
 
-def sum(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def sum(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """The sum of the elements over ``dim`` (an int, a tuple of ints, or None: all of
     them), as ``torch.sum``; ``keepdim=True`` keeps the reduced dims with size 1.
     NumPy's ``axis``/``keepdims`` are accepted too. 0 over an empty dim; the
-    gradient is the incoming one copied along the reduced dims.
+    gradient is the incoming one copied along the reduced dims. Bools and integers
+    sum to int64; with ``dtype`` x is cast to it first and the sum is ``dtype``.
     """
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    if dtype is not None or x.dtype.kind == "u":
+        return computed_in(Sum, x, dtype, axes, keepdim)
     return Sum.apply(x, axes, keepdim)
 
 
-def mean(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
+def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """The mean over ``dim`` (an int, a tuple of ints, or None: all elements), as
     ``torch.mean``; ``keepdim`` as :func:`sum`. NaN over an empty dim; the gradient
-    is the incoming one divided by the count, copied along the reduced dims.
+    is the incoming one divided by the count, copied along the reduced dims. With
+    ``dtype`` (a floating-point one) x is cast to it first.
     """
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    if dtype is not None:
+        if np.dtype(dtype).kind not in "fc":
+            raise TypeError(f"mean(): dtype must be a floating point or complex dtype, "
+                            f"not {np.dtype(dtype)}")
+        return computed_in(Mean, x, dtype, axes, keepdim)
     return Mean.apply(x, axes, keepdim)
 
 
