@@ -8,7 +8,7 @@ export TINYNET_DATA ?= $(if $(wildcard ../shared/data/mnist),$(abspath ../shared
 # Where the experiments keep their results (gitignored).
 RUNS ?= runs
 EXPERIMENTS := experiments-sweep experiments-lstm experiments-adding experiments-convnet \
-	experiments-distributed experiments-transformers
+	experiments-distributed experiments-gpt experiments-transformers
 
 .PHONY: demo test lint venv bench docs clean pages experiments $(EXPERIMENTS)
 
@@ -73,6 +73,13 @@ experiments-distributed: venv
 	$(PY) examples/data_parallel_sweep.py --out $(RUNS)/dp
 	$(PY) examples/data_parallel_report.py $(RUNS)/dp --page docs/distributed.md --plot docs/figures/data_parallel.png
 
+# tinynet's GPT against nanoGPT (three seeds, about four minutes), and the gradient norms.
+experiments-gpt: venv
+	$(PY) examples/char_lm.py --seed 1337 --out $(RUNS)/gpt-seed1337 --no-progress
+	$(PY) examples/char_lm.py --seed 1338 --out $(RUNS)/gpt-seed1338 --no-progress
+	$(PY) examples/char_lm.py --seed 1339 --out $(RUNS)/gpt-seed1339 --no-progress
+	$(PY) examples/gpt_report.py --runs $(RUNS) --page docs/transformers.md
+
 # The four grids take about an hour; each is resumable, and a finished one is not rerun.
 experiments-transformers: venv
 	$(PY) examples/char_lm_sweep.py --preset placement --out $(RUNS)/exp-placement
@@ -85,6 +92,7 @@ pages: venv
 	$(PY) examples/experiments_report.py --runs $(RUNS)
 	$(PY) examples/data_parallel_report.py $(RUNS)/dp --page docs/distributed.md --plot docs/figures/data_parallel.png
 	$(PY) examples/char_lm_report.py --runs $(RUNS) --page docs/transformers.md
+	$(PY) examples/gpt_report.py --runs $(RUNS) --page docs/transformers.md
 
 clean:
 	rm -rf $(VENV) runs build site *.egg-info .pytest_cache

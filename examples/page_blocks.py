@@ -1,6 +1,6 @@
 """The generated blocks of a documentation page, between marker comments.
 
-A report script (``char_lm_report.py``, ``experiments_report.py``,
+A report script (``char_lm_report.py``, ``gpt_report.py``, ``experiments_report.py``,
 ``data_parallel_report.py``) owns a *tag*, and a page holds each of its blocks
 between a pair of HTML comments, which Markdown does not show::
 

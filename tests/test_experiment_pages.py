@@ -1,6 +1,7 @@
 """The generated blocks of the experiment pages: examples/page_blocks.py (the markers),
-the report steps of examples/experiments_report.py and data_parallel_report.py on small
-fake results, and the committed pages and Makefile targets that produce them."""
+the report steps of examples/experiments_report.py, data_parallel_report.py and
+gpt_report.py on small fake results, and the committed pages and Makefile targets that
+produce them."""
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import char_lm_report  # noqa: E402
 import data_parallel_report  # noqa: E402
 import data_parallel_sweep  # noqa: E402
 import experiments_report  # noqa: E402
+import gpt_report  # noqa: E402
 import page_blocks  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -318,19 +320,125 @@ def test_data_parallel_sweep_plan_and_resume(tmp_path, capsys):
     assert first[1:3] == ["-n", "1"] and first[-2:] == ["--out", str(tmp_path / names[1])]
 
 
+# -------------------------------------------------------------- gpt_report.py
+
+GPT_PAGE = ("# Transformers\n\nProse.\n\n<!-- gpt_report: losses -->\nold\n"
+            "<!-- /gpt_report: losses -->\n\nMiddle.\n\n<!-- gpt_report: grad-norms -->\nold\n"
+            "<!-- /gpt_report: grad-norms -->\n\nThe end.\n")
+
+
+@pytest.fixture
+def gpt_runs(tmp_path, monkeypatch):
+    """Seeds 1337 and 1338 of char_lm.py (1339 missing), nanoGPT's reference CSVs, a page."""
+    runs, figures, page = tmp_path / "runs", tmp_path / "figures", tmp_path / "transformers.md"
+    for seed, (train, val) in {1337: (1.80, 1.92), 1338: (1.78, 1.88)}.items():
+        path = runs / f"gpt-seed{seed}" / "curves.csv"
+        path.parent.mkdir(parents=True)
+        path.write_text(f"iter,train_loss,val_loss,lr\n0,4.2,4.2,1e-5\n{2000},{train},{val},1e-4\n"
+                        f"1000,2.0,2.1,5e-4\n")
+    figures.mkdir()
+    (figures / "nanogpt_curves.csv").write_text(
+        "seed,iter,train_loss,val_loss\n1337,0,4.1,4.1\n1337,2000,1.76,1.89\n"
+        "1338,1000,2.0,2.1\n1338,2000,1.77,1.87\n1339,2000,1.7,1.9\n")
+    (figures / "nanogpt_fixed_batches.csv").write_text("seed,val_loss\n1337,1.90\n1338,1.91\n")
+    page.write_text(GPT_PAGE)
+    monkeypatch.setattr(gpt_report, "grad_norms_blocks",
+                        lambda seeds: {"grad-norms": "| a |\n|---|\n| b |", "grad-depth": "x"})
+    return runs, figures, page, ["--runs", str(runs), "--page", str(page),
+                                 "--figures", str(figures)]
+
+
+def test_gpt_losses_table_from_fake_runs(gpt_runs, capsys, monkeypatch):
+    runs, figures, page, argv = gpt_runs
+    monkeypatch.setenv("HOME", str(runs))                   # no Tiny Shakespeare anywhere
+    monkeypatch.setenv("TINYNET_DATA", str(runs / "no-data"))
+    assert gpt_report.main(argv) == 0
+    out, text = capsys.readouterr().out, page.read_text()
+    losses = page_blocks.block_text(text, "gpt_report", "losses")
+    assert losses.splitlines()[2] == "| " + " | ".join(gpt_report.LOSS_HEADER) + " |"
+    # the last evaluation (iteration 2000, not the last line), nanoGPT's at the same one
+    assert rows_of(losses, "1337")[0] == ["1337", "1.9200", "1.8900", "1.8000", "1.7600", "-",
+                                          "1.9000"]
+    assert rows_of(losses, "1338")[0][1:5] == ["1.8800", "1.8700", "1.7800", "1.7700"]
+    assert rows_of(losses, "1339") == []
+    # mean (sample sd): the fixed-batch column of tinynet has no numbers
+    assert rows_of(losses, "mean (sd)")[0] == ["mean (sd)", "1.900 (0.028)", "1.880 (0.014)",
+                                               "1.790 (0.014)", "1.765 (0.007)", "-",
+                                               "1.905 (0.007)"]
+    assert "*no run of seed 1339" in losses and "no last.npz for seed 1337, 1338" in out
+    assert (figures / "gpt_curves.png").read_bytes()[:8] == PNG
+    grad = page_blocks.block_text(text, "gpt_report", "grad-norms")
+    assert grad == "\n\n| a |\n|---|\n| b |\n\n"
+    assert "has no <!-- gpt_report: grad-depth --> markers" in out
+    assert text.startswith("# Transformers\n\nProse.\n\n") and "\n\nMiddle.\n\n" in text
+    assert text.endswith("\n\nThe end.\n") and "old" not in text
+    assert gpt_report.main(argv) == 0                     # regenerated: the same page
+    assert page.read_text() == text
+
+
+def test_gpt_fixed_batch_losses_and_missing_data(gpt_runs, monkeypatch, capsys):
+    runs, _, page, argv = gpt_runs
+    for seed in (1337, 1338):
+        (runs / f"gpt-seed{seed}" / "last.npz").write_bytes(b"")
+    monkeypatch.setenv("HOME", str(runs))
+    monkeypatch.setenv("TINYNET_DATA", str(runs / "no-data"))
+    assert gpt_report.main(argv) == 0                     # checkpoints, but no corpus
+    assert "not computed, it needs the full Tiny Shakespeare" in capsys.readouterr().out
+    scored = {}
+    monkeypatch.setattr(gpt_report, "fixed_batch_loss",
+                        lambda paths, data: scored.setdefault("paths", paths) and [1.91, 1.89])
+    assert gpt_report.main(argv) == 0
+    assert [os.path.basename(os.path.dirname(p)) for p in scored["paths"]] == [
+        "gpt-seed1337", "gpt-seed1338"]
+    losses = page_blocks.block_text(page.read_text(), "gpt_report", "losses")
+    assert rows_of(losses, "1337")[0][5] == "1.9100"
+    assert rows_of(losses, "mean (sd)")[0][5] == "1.900 (0.014)"
+    assert "Tiny Shakespeare" not in losses
+
+
+def test_gpt_report_without_runs_keeps_the_losses_block(gpt_runs, capsys):
+    runs, _, page, argv = gpt_runs
+    assert gpt_report.main(argv[:1] + [str(runs / "none")] + argv[2:]) == 0
+    assert "<!-- gpt_report: losses -->\nold\n" in page.read_text()
+    assert "losses: no results in" in capsys.readouterr().out
+
+
+def test_gradient_norm_tables_at_initialisation():
+    """One seed of the measurement: Post-LN flat at GPT-2's initialisation, Pre-LN falling;
+    with Xavier, the last c_fc gradient shrinks with depth only for Pre-LN."""
+    blocks = gpt_report.grad_norms_blocks(seeds=(0,))
+    text = blocks["grad-norms"] + "\n\n" + blocks["grad-depth"]
+    rows = {(r[0], r[1]): [float(x) for x in r[2].split("–") + r[3].split("–")]
+            for r in (line.strip("|").split("|") for line in text.splitlines()
+                      if line.startswith("| GPT") or line.startswith("| Xavier"))
+            for r in [[c.strip() for c in r]]}
+    assert len(rows) == 4
+    assert all(0.95 < x < 1.05 for x in rows["GPT-2's (the model's own)", "post"])
+    assert all(0.72 < x < 0.95 for x in rows["GPT-2's", "pre"])
+    assert all(x < 0.6 for x in rows["Xavier on the block matrices", "pre"])
+    depth = {r[0]: float(r[1].split("–")[0]) for r in
+             ([c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()
+              if line.startswith(("| post", "| pre")))}
+    assert 0.8 < depth["post"] < 1.25 and depth["pre"] < 0.65
+
+
 # ----------------------------------------------------- the committed pages
 
-# Each page, the tag of the script that writes it, its blocks, and the make target of
-# each block's section.
-PAGES = {
-    experiments_report.PAGE: (experiments_report.TAG, {
+# Each page, the tag of a script that writes it, its blocks, and the make target of
+# each block's section (a page may have blocks of several scripts).
+PAGES = [
+    (experiments_report.PAGE, experiments_report.TAG, {
         "sweep": "experiments-sweep", "lstm": "experiments-lstm",
         "adding": "experiments-adding", "convnet": "experiments-convnet"}),
-    data_parallel_report.PAGE: (data_parallel_report.TAG, {
+    (data_parallel_report.PAGE, data_parallel_report.TAG, {
         "errors": "experiments-distributed", "traffic": "experiments-distributed"}),
-    char_lm_report.PAGE: (char_lm_report.TAG, {
+    (char_lm_report.PAGE, char_lm_report.TAG, {
         grid: "experiments-transformers" for grid in char_lm_report.GRIDS}),
-}
+    (gpt_report.PAGE, gpt_report.TAG, {
+        "losses": "experiments-gpt", "grad-norms": "experiments-gpt",
+        "grad-depth": "experiments-gpt"}),
+]
+PAGE_IDS = [f"{page}:{tag}" for page, tag, _ in PAGES]
 
 
 def makefile_recipes() -> dict[str, list[str]]:
@@ -351,9 +459,8 @@ def makefile_recipes() -> dict[str, list[str]]:
     return recipes
 
 
-@pytest.mark.parametrize("page", sorted(PAGES))
-def test_every_generated_block_is_on_its_page(page):
-    tag, sections = PAGES[page]
+@pytest.mark.parametrize(("page", "tag", "sections"), PAGES, ids=PAGE_IDS)
+def test_every_generated_block_is_on_its_page(page, tag, sections):
     text = (ROOT / page).read_text(encoding="utf-8")
     assert page_blocks.find_blocks(text, tag) == list(sections)
     for name in sections:
@@ -365,11 +472,10 @@ def test_every_generated_block_is_on_its_page(page):
         assert re.fullmatch(r"\|(---\|)+", table[1]), f"{page}, block {name}: no header rule"
 
 
-@pytest.mark.parametrize("page", sorted(PAGES))
-def test_each_section_shows_its_make_target_and_commands(page):
+@pytest.mark.parametrize(("page", "tag", "sections"), PAGES, ids=PAGE_IDS)
+def test_each_section_shows_its_make_target_and_commands(page, tag, sections):
     """The page names the target that reruns a section before its block, and shows every
     command of the target's recipe; the Makefile runs them all under `make experiments`."""
-    tag, sections = PAGES[page]
     text = (ROOT / page).read_text(encoding="utf-8")
     recipes = makefile_recipes()
     experiments = re.search(r"^EXPERIMENTS := (.*?)(?<!\\)$", (ROOT / "Makefile").read_text(),

@@ -5,7 +5,8 @@
 Reads each run's curves.csv (char_lm.py writes it; by default the copies beside this
 script, gpt_curves_seed*.csv) and nanoGPT's evaluations of the same recipe from
 nanogpt_curves.csv (the ``step N: train loss …, val loss …`` lines of its train.py logs),
-and writes gpt_curves.png beside this script, atomically.
+and writes gpt_curves.png beside this script (or ``out``), atomically.
+examples/gpt_report.py calls it with the runs of its table.
 """
 from __future__ import annotations
 
@@ -28,10 +29,10 @@ def read(path):
         return list(csv.DictReader(f))
 
 
-def main(run_dirs):
+def main(run_dirs, out=HERE / "gpt_curves.png", reference=HERE / "nanogpt_curves.csv"):
     ours = ([Path(d) / "curves.csv" for d in run_dirs] if run_dirs
             else sorted(HERE.glob("gpt_curves_seed*.csv")))
-    theirs = read(HERE / "nanogpt_curves.csv")
+    theirs = read(reference)
     fig, ax = plt.subplots(figsize=(6.4, 4))
     for i, path in enumerate(ours):
         rows = read(path)
@@ -45,8 +46,9 @@ def main(run_dirs):
            title="GPT on Tiny Shakespeare, nanoGPT's CPU recipe, 3 seeds each")
     ax.legend()
     fig.tight_layout()
-    with atomic_write(HERE / "gpt_curves.png", "wb") as f:
+    with atomic_write(out, "wb") as f:
         fig.savefig(f, format="png", dpi=100)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
