@@ -21,6 +21,50 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
+def _channels(name, in_channels, out_channels, groups):
+    """in_channels, out_channels and groups, checked as PyTorch checks them."""
+    counts = tuple(check_count(name, what, n) for what, n in
+                   (("in_channels", in_channels), ("out_channels", out_channels),
+                    ("groups", groups)))
+    for what, n in (("in_channels", in_channels), ("out_channels", out_channels)):
+        if n % groups:
+            raise ValueError(f"{name}: {what} must be divisible by groups")
+    return counts
+
+
+def _kernel_size(name, kernel_size, dims):
+    """``kernel_size`` (an int or ``dims`` of them) as a tuple of positive ints."""
+    sizes = (kernel_size,) * dims if isinstance(kernel_size, numbers.Integral) else tuple(
+        kernel_size)
+    if len(sizes) != dims or min(sizes) < 1:
+        raise ValueError(f"{name}: kernel_size must be a positive int or {dims} of them, "
+                         f"got {kernel_size!r}")
+    return tuple(int(k) for k in sizes)
+
+
+def _init_parameters(module, weight_shape, fan_in, bias, dtype, device):
+    """PyTorch's init: weight (and bias, one per output channel) ~ U(−1/√fan_in, 1/√fan_in)."""
+    bound = init.fan_in_bound(fan_in)
+    module.weight = Parameter(init.uniform_(
+        creation.empty(*weight_shape, dtype=dtype, device=device), -bound, bound))
+    if bias:
+        module.bias = Parameter(init.uniform_(
+            creation.empty(module.out_channels, dtype=dtype, device=device), -bound, bound))
+    else:
+        module.register_parameter("bias", None)
+
+
+def _describe(module, settings):
+    """PyTorch's repr of a convolution: channels, kernel size, stride, then each of
+    ``settings`` (name, value, default) that differs from its default."""
+    text = (f"{module.in_channels}, {module.out_channels}, "
+            f"kernel_size={module.kernel_size}, stride={module.stride}")
+    for name, value, default in settings:
+        if value != default:
+            text += f", {name}={value}"
+    return text + (", bias=False" if module.bias is None else "")
+
+
 class _ConvNd(Module):
     """The parameters and checks shared by the convolutions of every dimension.
 
@@ -37,37 +81,20 @@ class _ConvNd(Module):
                  dtype=None):
         super().__init__()
         name = type(self).__name__
-        self.in_channels = check_count(name, "in_channels", in_channels)
-        self.out_channels = check_count(name, "out_channels", out_channels)
-        self.groups = check_count(name, "groups", groups)
-        if in_channels % groups:
-            raise ValueError(f"{name}: in_channels must be divisible by groups")
-        if out_channels % groups:
-            raise ValueError(f"{name}: out_channels must be divisible by groups")
+        self.in_channels, self.out_channels, self.groups = _channels(
+            name, in_channels, out_channels, groups)
         if padding_mode not in PADDING_MODES:
             raise ValueError(f"{name}: padding_mode must be one of {PADDING_MODES}, got "
                              f"{padding_mode!r}")
-        kernel_size = ((kernel_size,) * self.dims
-                       if isinstance(kernel_size, numbers.Integral) else tuple(kernel_size))
-        if len(kernel_size) != self.dims or min(kernel_size) < 1:
-            raise ValueError(f"{name}: kernel_size must be a positive int or {self.dims} "
-                             f"of them, got {kernel_size!r}")
-        self.kernel_size = tuple(int(k) for k in kernel_size)
+        self.kernel_size = _kernel_size(name, kernel_size, self.dims)
         self.stride, self._padding, self.dilation = conv_arguments(
             name, self.dims, self.kernel_size, stride, padding, dilation)
         self.padding = padding if isinstance(padding, str) else tuple(
             before for before, _ in self._padding)
         self.padding_mode = padding_mode
-        fan_in = in_channels // groups * math.prod(self.kernel_size)
-        bound = init.fan_in_bound(fan_in)
-        shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = Parameter(init.uniform_(
-            creation.empty(*shape, dtype=dtype, device=device), -bound, bound))
-        if bias:
-            self.bias = Parameter(init.uniform_(
-                creation.empty(out_channels, dtype=dtype, device=device), -bound, bound))
-        else:
-            self.register_parameter("bias", None)
+        _init_parameters(self, (out_channels, in_channels // groups) + self.kernel_size,
+                         in_channels // groups * math.prod(self.kernel_size), bias, dtype,
+                         device)
 
     def forward(self, x):
         """The convolution (a cross-correlation, as PyTorch's) of ``x``: (N, C_in, *spatial)
@@ -84,16 +111,9 @@ class _ConvNd(Module):
                                    self.bias, self.stride, 0, self.dilation, self.groups)
 
     def extra_repr(self):
-        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}")
-        if self.padding != (0,) * self.dims:
-            text += f", padding={self.padding}"
-        if self.dilation != (1,) * self.dims:
-            text += f", dilation={self.dilation}"
-        if self.groups != 1:
-            text += f", groups={self.groups}"
-        if self.bias is None:
-            text += ", bias=False"
+        text = _describe(self, [("padding", self.padding, (0,) * self.dims),
+                                ("dilation", self.dilation, (1,) * self.dims),
+                                ("groups", self.groups, 1)])
         if self.padding_mode != "zeros":
             text += f", padding_mode={self.padding_mode}"
         return text
@@ -139,36 +159,20 @@ class _ConvTransposeNd(Module):
                  device="cpu", dtype=None):
         super().__init__()
         name = type(self).__name__
-        self.in_channels = check_count(name, "in_channels", in_channels)
-        self.out_channels = check_count(name, "out_channels", out_channels)
-        self.groups = check_count(name, "groups", groups)
-        if in_channels % groups:
-            raise ValueError(f"{name}: in_channels must be divisible by groups")
-        if out_channels % groups:
-            raise ValueError(f"{name}: out_channels must be divisible by groups")
+        self.in_channels, self.out_channels, self.groups = _channels(
+            name, in_channels, out_channels, groups)
         if padding_mode != "zeros":
             raise ValueError(f'{name}: only "zeros" padding mode is supported, got '
                              f"{padding_mode!r}")
-        kernel_size = ((kernel_size,) * self.dims
-                       if isinstance(kernel_size, numbers.Integral) else tuple(kernel_size))
-        if len(kernel_size) != self.dims or min(kernel_size) < 1:
-            raise ValueError(f"{name}: kernel_size must be a positive int or {self.dims} "
-                             f"of them, got {kernel_size!r}")
-        self.kernel_size = tuple(int(k) for k in kernel_size)
+        self.kernel_size = _kernel_size(name, kernel_size, self.dims)
         self.stride = _spatial(name, "stride", stride, self.dims, 1)
         self.padding = _spatial(name, "padding", padding, self.dims, 0)
         self.output_padding = _spatial(name, "output_padding", output_padding, self.dims, 0)
         self.dilation = _spatial(name, "dilation", dilation, self.dims, 1)
         self.padding_mode = padding_mode
-        shape = (in_channels, out_channels // groups) + self.kernel_size
-        bound = init.fan_in_bound(shape[1] * math.prod(self.kernel_size))
-        self.weight = Parameter(init.uniform_(
-            creation.empty(*shape, dtype=dtype, device=device), -bound, bound))
-        if bias:
-            self.bias = Parameter(init.uniform_(
-                creation.empty(out_channels, dtype=dtype, device=device), -bound, bound))
-        else:
-            self.register_parameter("bias", None)
+        _init_parameters(self, (in_channels, out_channels // groups) + self.kernel_size,
+                         out_channels // groups * math.prod(self.kernel_size), bias, dtype,
+                         device)
 
     def _output_padding(self, x, output_size):
         """The output_padding that gives ``output_size`` (PyTorch's rule), or ours."""
@@ -205,19 +209,10 @@ class _ConvTransposeNd(Module):
                                    self.dilation)
 
     def extra_repr(self):
-        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}")
-        if self.padding != (0,) * self.dims:
-            text += f", padding={self.padding}"
-        if self.dilation != (1,) * self.dims:
-            text += f", dilation={self.dilation}"
-        if self.output_padding != (0,) * self.dims:
-            text += f", output_padding={self.output_padding}"
-        if self.groups != 1:
-            text += f", groups={self.groups}"
-        if self.bias is None:
-            text += ", bias=False"
-        return text
+        return _describe(self, [("padding", self.padding, (0,) * self.dims),
+                                ("dilation", self.dilation, (1,) * self.dims),
+                                ("output_padding", self.output_padding, (0,) * self.dims),
+                                ("groups", self.groups, 1)])
 
 
 class ConvTranspose1d(_ConvTransposeNd):

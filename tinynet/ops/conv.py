@@ -24,7 +24,7 @@ import numbers
 from ..autograd import Function
 from ..backend import get_array_module
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_arguments"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_arguments", "check_ranks"]
 
 
 def _windows(xp, padded, kernel, stride, dilation, out_sizes):
@@ -163,14 +163,20 @@ def _shape_text(sizes):
     return " x ".join(str(s) for s in sizes)
 
 
-def _conv(dims, input, weight, bias, stride, padding, dilation, groups):
-    where = f"conv{dims}d"
+def check_ranks(where, dims, input, weight, layout):
+    """A clear error unless ``weight`` has ``dims`` + 2 dims (``layout`` names the first
+    two) and ``input`` is batched (N, C, *spatial) or unbatched (C, *spatial)."""
     if weight.ndim != dims + 2:
-        raise ValueError(f"{where}: expected a {dims + 2}-D weight (out_channels, "
-                         f"in_channels/groups, *kernel), got shape {tuple(weight.shape)}")
+        raise ValueError(f"{where}: expected a {dims + 2}-D weight ({layout}, *kernel), "
+                         f"got shape {tuple(weight.shape)}")
     if input.ndim not in (dims + 1, dims + 2):
         raise ValueError(f"{where}: expected {dims + 1}-D (unbatched) or {dims + 2}-D "
                          f"(batched) input, but got input of size: {list(input.shape)}")
+
+
+def _conv(dims, input, weight, bias, stride, padding, dilation, groups):
+    where = f"conv{dims}d"
+    check_ranks(where, dims, input, weight, "out_channels, in_channels/groups")
     if input.ndim == dims + 1:
         return _conv(dims, input.unsqueeze(0), weight, bias, stride, padding, dilation,
                      groups).squeeze(0)

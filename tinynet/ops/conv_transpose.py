@@ -26,7 +26,7 @@ import numbers
 
 from ..autograd import Function
 from ..backend import get_array_module
-from .conv import _shape_text, _spatial, col2im, im2col
+from .conv import _shape_text, _spatial, check_ranks, col2im, im2col
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "conv_transpose_output_sizes"]
@@ -108,12 +108,7 @@ def check_output_padding(where, output_padding, stride, dilation):
 def _conv_transpose(dims, input, weight, bias, stride, padding, output_padding, groups,
                     dilation):
     where = f"conv_transpose{dims}d"
-    if weight.ndim != dims + 2:
-        raise ValueError(f"{where}: expected a {dims + 2}-D weight (in_channels, "
-                         f"out_channels/groups, *kernel), got shape {tuple(weight.shape)}")
-    if input.ndim not in (dims + 1, dims + 2):
-        raise ValueError(f"{where}: expected {dims + 1}-D (unbatched) or {dims + 2}-D "
-                         f"(batched) input, but got input of size: {list(input.shape)}")
+    check_ranks(where, dims, input, weight, "in_channels, out_channels/groups")
     if input.ndim == dims + 1:
         return _conv_transpose(dims, input.unsqueeze(0), weight, bias, stride, padding,
                                output_padding, groups, dilation).squeeze(0)

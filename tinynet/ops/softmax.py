@@ -57,7 +57,6 @@ class Softmax(Function):
 
 
 @no_fp_warnings
-@no_fp_warnings
 class LogSoftmax(Function):
     backward_reads_inputs = False
 
