@@ -17,8 +17,8 @@ erf is the C library's, one call per element that no compiler vectorizes
   float64 keeps the C library's erf, exact to the last bits, which the
   float64 comparisons with PyTorch rely on.
 
-The backward's e^(−x²/2) comes from NumPy's exp, which is vectorized; the
-C library's exp, called from a compiled loop, is not.
+The float32 backward's e^(−x²/2) is cpu_pointwise.exp32, which the compiler
+vectorizes; the C library's exp, called from a compiled loop, is not.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .cpu_pointwise import exp32
 from .reference import ONE_OVER_SQRT_TWO_PI, SQRT_HALF
 
 __all__ = ["gelu_forward", "gelu_backward", "rational_erf"]
@@ -67,10 +68,11 @@ def _forward_float64(x, y, cdf):
         y[i] = x[i] * c
 
 
-@njit(cache=True, error_model="numpy")
-def _backward_float32(grad, x, cdf, gaussian, dx):
+@njit(cache=True, error_model="numpy", fastmath={"contract"})
+def _backward_float32(grad, x, cdf, dx):
     for i in range(x.size):
-        dx[i] = grad[i] * (cdf[i] + x[i] * (gaussian[i] * np.float32(ONE_OVER_SQRT_TWO_PI)))
+        gaussian = exp32(np.float32(-0.5) * x[i] * x[i])
+        dx[i] = grad[i] * (cdf[i] + x[i] * (gaussian * np.float32(ONE_OVER_SQRT_TWO_PI)))
 
 
 @njit(cache=True, error_model="numpy")
@@ -94,14 +96,12 @@ def gelu_forward(x):
 
 
 def gelu_backward(grad, x, cdf):
-    """grad · (Φ(x) + x φ(x)), in one pass (and NumPy's exp in float32)."""
+    """grad · (Φ(x) + x φ(x)), in one pass."""
     dtype = np.float32 if x.dtype == grad.dtype == np.float32 else np.float64
     grad, flat, cdf = _flat(grad, dtype), _flat(x, dtype), _flat(cdf, dtype)
     dx = np.empty_like(flat)
     if dtype == np.float32:
-        gaussian = flat * flat
-        gaussian *= np.float32(-0.5)
-        _backward_float32(grad, flat, cdf, np.exp(gaussian, out=gaussian), dx)
+        _backward_float32(grad, flat, cdf, dx)
     else:
         _backward_float64(grad, flat, cdf, dx)
     return dx.reshape(x.shape)

@@ -5,14 +5,18 @@ The reference makes eight NumPy passes forward and four backward over the
 (batch, heads, L, S) scores, and NumPy's max and sum along a short last axis
 (S = 64 keys) cost about three times a pass each. Here a row is read while it
 is in the cache: the scale, the mask and the row's maximum in one loop, NumPy's
-(vectorized) exp in place, then the sum and the division in a second loop; the
-backward in one loop. A mask of the scores' (L, S) shape, such as the causal
+(vectorized) exp in place, then the sum and the division in a second loop; in
+float32 all of it in one visit of the row, with cpu_pointwise.exp32. The
+backward is one loop. A mask of the scores' (L, S) shape, such as the causal
 one, is added row by row; any other is added by NumPy first.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from .cpu_pointwise import exp32
+from .cpu_rows import row_max, row_sum
 
 __all__ = ["attention_softmax_forward", "attention_softmax_backward"]
 
@@ -36,6 +40,27 @@ def _scale_mask_shift(rows, bias_rows, scale):
         if peak != -np.inf:
             for j in range(keys):
                 row[j] -= peak
+
+
+@njit(**_OPTIONS)
+def _softmax_rows_float32(rows, bias_rows, scale):
+    """float32: the scale, the mask, e^(· − max) by cpu_pointwise.exp32 and the
+    division, in one visit of each row (the steps of the three loops beside)."""
+    count, keys = rows.shape
+    queries = bias_rows.shape[0]
+    for i in range(count):
+        bias = i % queries
+        for j in range(keys):
+            rows[i, j] = rows[i, j] * scale + bias_rows[bias, j]
+        peak = row_max(rows, i)
+        shift = peak if peak != -np.inf else np.float32(0)     # e^−∞ = 0
+        for j in range(keys):
+            rows[i, j] = exp32(rows[i, j] - shift)
+        total = row_sum(rows, i)
+        if total > 0:
+            inverse = np.float32(1) / total
+            for j in range(keys):
+                rows[i, j] *= inverse
 
 
 @njit(**_SUMS)
@@ -82,6 +107,9 @@ def attention_softmax_forward(scores, bias, scale):
             bias.reshape(bias.shape[-2:]) if bias.ndim > 2 else bias, (queries, keys)),
             dtype=scores.dtype)
     rows = _rows(scores)
+    if rows.dtype == np.float32 and rows.size:
+        _softmax_rows_float32(rows, bias_rows, np.float32(scale))
+        return scores
     _scale_mask_shift(rows, bias_rows, scores.dtype.type(scale))
     np.exp(rows, out=rows)
     _normalize(rows)

@@ -33,10 +33,16 @@ from tinynet.backend import get_array_module
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms_norm_backward",
            "adam_step", "erf", "gelu_forward", "gelu_backward", "attention_softmax_forward",
-           "attention_softmax_backward"]
+           "attention_softmax_backward", "sigmoid_forward", "sigmoid_backward", "silu_forward",
+           "silu_backward", "tanh_backward", "relu_forward", "relu_backward",
+           "gelu_tanh_forward", "gelu_tanh_backward", "softmax_forward", "softmax_backward",
+           "log_softmax_forward", "log_softmax_backward", "log_sum_exp_rows",
+           "cross_entropy_backward", "sum_last_axis"]
 
 SQRT_HALF = math.sqrt(0.5)
 ONE_OVER_SQRT_TWO_PI = 1.0 / math.sqrt(2.0 * math.pi)
+SQRT_TWO_OVER_PI = math.sqrt(2.0 / math.pi)
+GELU_TANH_CUBIC = 0.044715      # Hendrycks & Gimpel (2016), Eq. (2)
 
 
 def layer_norm_forward(x, gain, bias, eps):
@@ -211,3 +217,113 @@ def attention_softmax_backward(grad_weights, weights, scale):
     grad_weights *= grad_weights.dtype.type(scale)
     return grad_weights
 
+
+
+# ------------------------------------------------------------ the activations
+def sigmoid_forward(x):
+    """σ(x) = 1 / (1 + e^−x), as PyTorch computes it. Below about −88.7 (float32;
+    −709 in float64) e^−x overflows to inf and σ comes out 0, its limit."""
+    with np.errstate(over="ignore"):
+        return 1 / (1 + get_array_module(x).exp(-x))
+
+
+def sigmoid_backward(grad, y):
+    """dσ/dx = σ (1 − σ), from the output ``y``, times ``grad``."""
+    return grad * y * (1 - y)
+
+
+def silu_forward(x):
+    """SiLU(x) = x σ(x) (also called swish)."""
+    return x * sigmoid_forward(x)
+
+
+def silu_backward(grad, x):
+    """dSiLU/dx = σ(x) (1 + x (1 − σ(x))), times ``grad``."""
+    s = sigmoid_forward(x)
+    return grad * s * (1 + x * (1 - s))
+
+
+def tanh_backward(grad, y):
+    """d tanh x / dx = 1 − tanh² x, from the output ``y``, times ``grad``."""
+    return grad * (1 - y * y)
+
+
+def relu_forward(x):
+    """max(x, 0), NaN where x is NaN."""
+    xp = get_array_module(x)
+    y = xp.zeros_like(x)
+    return xp.maximum(x, y, out=y)      # NumPy's loop against a scalar 0 is 3x slower
+
+
+def relu_backward(grad, y):
+    """``grad`` where the output is above 0 or NaN, and 0 where it is 0 (as PyTorch)."""
+    from tinynet.ops.elementwise import zero_where
+    return zero_where(y <= 0, grad)
+
+
+def _gelu_tanh_inner(x):
+    return SQRT_TWO_OVER_PI * (x + GELU_TANH_CUBIC * x * x * x)
+
+
+def gelu_tanh_forward(x):
+    """GELU(x) ≈ x (1 + tanh u) / 2, u = √(2/π) (x + 0.044715 x³) (PyTorch's
+    ``approximate='tanh'``, operation for operation)."""
+    return 0.5 * x * (1 + get_array_module(x).tanh(_gelu_tanh_inner(x)))
+
+
+def gelu_tanh_backward(grad, x):
+    """d/dx = (1 + tanh u)/2 + x/2 (1 − tanh² u) du/dx, du/dx = √(2/π) (1 + 3·0.044715 x²)."""
+    square = x * x
+    tanh_inner = get_array_module(x).tanh(SQRT_TWO_OVER_PI * (x + GELU_TANH_CUBIC * square * x))
+    inner_slope = SQRT_TWO_OVER_PI * (1 + 3 * GELU_TANH_CUBIC * square)
+    slope = 0.5 * (1 + tanh_inner) + 0.5 * x * (1 - tanh_inner * tanh_inner) * inner_slope
+    return grad * slope
+
+
+# ------------------------------------------------------------------- the rows
+def softmax_forward(x, axis):
+    """softmax(x) = e^(x − max) / Σ e^(x − max) along ``axis``: shifted by the
+    maximum, so that nothing overflows."""
+    y = get_array_module(x).exp(x - x.max(axis=axis, keepdims=True))
+    y /= y.sum(axis=axis, keepdims=True)
+    return y
+
+
+def softmax_backward(grad, y, axis):
+    """y ∘ (g − Σ g ∘ y) along ``axis``, from the output ``y``."""
+    return y * (grad - (grad * y).sum(axis=axis, keepdims=True))
+
+
+def log_softmax_forward(x, axis):
+    """log softmax(x) = (x − max) − log Σ e^(x − max) along ``axis``."""
+    xp = get_array_module(x)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+def log_softmax_backward(grad, y, axis):
+    """g − softmax · Σ g along ``axis``, softmax = e^y from the output ``y``."""
+    return grad - get_array_module(y).exp(y) * grad.sum(axis=axis, keepdims=True)
+
+
+def log_sum_exp_rows(logits):
+    """log Σ_j e^(z_ij) for each row of (N, C) logits, shifted by the row's
+    maximum; an (N, 1) array."""
+    xp = get_array_module(logits)
+    shift = logits.max(axis=1, keepdims=True)
+    return xp.log(xp.exp(logits - shift).sum(axis=1, keepdims=True)) + shift
+
+
+def cross_entropy_backward(logits, log_norm, scale, target):
+    """softmax(z) · s − s at each row's target, in PyTorch's order (log-softmax's
+    backward g − softmax · Σg of the NLL's g = −s there); ``scale`` is (N,) or 0-d."""
+    xp = get_array_module(logits)
+    dlogits = xp.exp(logits - log_norm)
+    dlogits *= scale[:, None] if scale.ndim else scale
+    dlogits[xp.arange(logits.shape[0]), target] -= scale
+    return dlogits
+
+
+def sum_last_axis(x):
+    """Σ over the last axis."""
+    return x.sum(axis=-1)

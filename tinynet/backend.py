@@ -136,6 +136,19 @@ def _parse_device(device) -> str:
 _KERNELS_ENV = "TINYNET_KERNELS"
 GELU_KERNELS = ("gelu_forward", "gelu_backward")
 SOFTMAX_KERNELS = ("attention_softmax_forward", "attention_softmax_backward")
+# The convnet's kernels: name -> (CPU module, reference module) in tinynet.kernels
+CONVNET_KERNELS = {
+    **{name: ("cpu_pooling", "reference_pooling")
+       for name in ("max_pool_forward", "max_pool_backward")},
+    **{name: ("cpu_batch_norm", "reference_batch_norm")
+       for name in ("batch_norm_statistics", "batch_norm_forward", "batch_norm_backward")},
+    **{name: ("cpu_conv", "reference_conv") for name in ("im2col", "col2im")}}
+POINTWISE_KERNELS = ("sigmoid_forward", "sigmoid_backward", "silu_forward", "silu_backward",
+                     "tanh_backward", "relu_forward", "relu_backward", "gelu_tanh_forward",
+                     "gelu_tanh_backward")
+ROW_KERNELS = ("softmax_forward", "softmax_backward", "log_softmax_forward",
+               "log_softmax_backward", "log_sum_exp_rows", "cross_entropy_backward",
+               "sum_last_axis")
 _chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's default
 
 
@@ -269,14 +282,21 @@ def _make_cpu_backend() -> Backend:
     kernels = KernelTable("cpu", {
         "adam_step": "tinynet.kernels.cpu_adam:adam_step",
         **{name: f"tinynet.kernels.cpu_gelu:{name}" for name in GELU_KERNELS},
-        **{name: f"tinynet.kernels.cpu_softmax:{name}" for name in SOFTMAX_KERNELS}})
+        **{name: f"tinynet.kernels.cpu_softmax:{name}" for name in SOFTMAX_KERNELS},
+        **{name: f"tinynet.kernels.{cpu}:{name}"
+           for name, (cpu, _) in CONVNET_KERNELS.items()},
+        **{name: f"tinynet.kernels.cpu_pointwise:{name}" for name in POINTWISE_KERNELS},
+        **{name: f"tinynet.kernels.cpu_rows:{name}" for name in ROW_KERNELS}})
     return Backend("cpu", np, kernels, np.random.default_rng)
 
 
 def _make_cuda_backend() -> Backend:
     cupy = _require_cuda()
     kernels = KernelTable("cuda", {name: f"tinynet.kernels.reference:{name}"
-                                   for name in ("adam_step", *GELU_KERNELS, *SOFTMAX_KERNELS)})
+                                   for name in ("adam_step", *GELU_KERNELS, *SOFTMAX_KERNELS,
+                                                *POINTWISE_KERNELS, *ROW_KERNELS)})
+    for name, (_, reference) in CONVNET_KERNELS.items():
+        kernels.register(name, f"tinynet.kernels.{reference}:{name}")
     return Backend("cuda", cupy, kernels, cupy.random.default_rng)
 
 
@@ -290,6 +310,11 @@ def get_backend(device="cpu") -> Backend:
             backend.seed(_seed)
         _backends[name] = backend
     return backend
+
+
+def kernels_for(array) -> KernelTable:
+    """The kernel table of the device that holds ``array``."""
+    return get_backend(device_of(array)).kernels
 
 
 def manual_seed(seed: int) -> None:

@@ -6,25 +6,17 @@ from .conversion import cast, to_device
 from .cumulative import cummax, cummin, cumprod, cumsum, logcumsumexp
 from .einsum import einsum
 from .elementwise import (
-    abs,
     add,
     clamp,
     clip,
     compare,
     div,
-    exp,
-    log,
     masked_fill,
     maximum,
     minimum,
     mul,
-    neg,
     pow,
-    relu,
-    sigmoid,
-    sqrt,
     sub,
-    tanh,
     where,
 )
 from .embedding import embedding, one_hot
@@ -88,6 +80,7 @@ from .shape import (
 )
 from .softmax import log_softmax, logsumexp, softmax
 from .statistics import std_mean, var_mean
+from .unary import abs, exp, log, neg, relu, sigmoid, sqrt, tanh
 
 __all__ = [
     "erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "scaled_dot_product_attention",

@@ -2,30 +2,29 @@
 softplus, ELU and leaky ReLU.
 
 NumPy has no erf: :func:`erf_array` calls the C library's, compiled into a
-ufunc by Numba (CuPy has its own). The exact GELU is a kernel of the backend's
-table (``gelu_forward``, ``gelu_backward``; the spec in kernels/reference.py,
-one compiled pass each on the CPU in kernels/cpu_gelu.py). Each op's backward is its
-closed-form derivative, written next to the forward that it differentiates;
-softplus, ELU and leaky ReLU follow PyTorch's CPU kernels branch for branch, so
-their values and gradients at 0, ±inf and NaN are PyTorch's.
+ufunc by Numba (CuPy has its own). GELU (both forms) and SiLU are kernels of the
+device's table (``gelu_forward``, ``gelu_tanh_backward``, ``silu_forward``...;
+the spec in kernels/reference.py, one compiled pass each on the CPU in
+kernels/cpu_gelu.py and kernels/cpu_pointwise.py). Each op's backward is its
+closed-form derivative; softplus, ELU and leaky ReLU follow PyTorch's CPU
+kernels branch for branch, so their values and gradients at 0, ±inf and NaN
+are PyTorch's.
 """
 from __future__ import annotations
 
 import math
 
 from ..autograd import Function
-from ..backend import device_of, get_array_module, get_backend
+from ..backend import get_array_module, kernels_for
 from ..hyperparameters import check_real
 from ..kernels import reference
-from .elementwise import no_fp_warnings, sigmoid_array
+from .elementwise import no_fp_warnings
 
 __all__ = ["erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "erf_array",
            "GELU_APPROXIMATIONS"]
 
 GELU_APPROXIMATIONS = ("none", "tanh")
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_SQRT_TWO_OVER_PI = math.sqrt(2.0 / math.pi)
-_GELU_TANH_CUBIC = 0.044715      # Hendrycks & Gimpel (2016), Eq. (2)
 
 
 # ------------------------------------------------------------------------ erf
@@ -56,31 +55,25 @@ class Gelu(Function):
     d/dx = Φ(x) + x φ(x), φ(x) = e^(−x²/2)/√(2π).
     ``approximate='tanh'``: GELU(x) ≈ x (1 + tanh(u))/2 with
     u = √(2/π) (x + 0.044715 x³); d/dx = (1 + tanh u)/2 + x/2 (1 − tanh² u) du/dx.
-    The formulas are PyTorch's, operation for operation.
+    The reference formulas are PyTorch's, operation for operation; the CPU's
+    float32 kernel computes the tanh form as x σ(2u) (kernels/cpu_pointwise.py).
     """
 
     @staticmethod
     def forward(ctx, x, approximate):
-        xp = get_array_module(x)
         ctx.save_for_backward(x)
         ctx.approximate = approximate
         if approximate == "tanh":
-            inner = _SQRT_TWO_OVER_PI * (x + _GELU_TANH_CUBIC * x * x * x)
-            return 0.5 * x * (1 + xp.tanh(inner))
-        y, ctx.cdf = get_backend(device_of(x)).kernels.gelu_forward(x)
+            return kernels_for(x).gelu_tanh_forward(x)
+        y, ctx.cdf = kernels_for(x).gelu_forward(x)
         return y
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved
-        xp = get_array_module(x)
         if ctx.approximate == "tanh":
-            square = x * x
-            tanh_inner = xp.tanh(_SQRT_TWO_OVER_PI * (x + _GELU_TANH_CUBIC * square * x))
-            inner_slope = _SQRT_TWO_OVER_PI * (1 + 3 * _GELU_TANH_CUBIC * square)
-            slope = 0.5 * (1 + tanh_inner) + 0.5 * x * (1 - tanh_inner * tanh_inner) * inner_slope
-            return grad * slope, None
-        return get_backend(device_of(x)).kernels.gelu_backward(grad, x, ctx.cdf), None
+            return kernels_for(x).gelu_tanh_backward(grad, x), None
+        return kernels_for(x).gelu_backward(grad, x, ctx.cdf), None
 
 
 class Silu(Function):
@@ -89,13 +82,12 @@ class Silu(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return x * sigmoid_array(x)
+        return kernels_for(x).silu_forward(x)
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved
-        s = sigmoid_array(x)
-        return grad * s * (1 + x * (1 - s))
+        return kernels_for(x).silu_backward(grad, x)
 
 
 # ------------------------------------------------- softplus, ELU, leaky ReLU

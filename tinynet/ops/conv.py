@@ -13,33 +13,19 @@ The backward is the same product turned around: dW = dy colsᵀ, and
 d cols = Wᵀ dy, which col2im adds back into the input positions each column
 was read from (one strided add per kernel offset: overlapping windows sum).
 With ``groups`` G, channels and filters split into G independent convolutions,
-one batched product over G.
+one batched product over G. im2col and col2im are kernels of the backend's
+table: the spec in kernels/reference_conv.py, compiled loops on the CPU (a
+task per input channel) in kernels/cpu_conv.py.
 """
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 
 from ..autograd import Function
-from ..backend import get_array_module
+from ..backend import device_of, get_array_module, get_backend
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_arguments", "check_ranks"]
-
-
-def _windows(xp, padded, kernel, stride, dilation, out_sizes):
-    """The strided view (C, *kernel, N, *out_sizes) of ``padded`` (N, C, *spatial)."""
-    n_stride, c_stride, *space = padded.strides
-    strides = ((c_stride,) + tuple(d * s for d, s in zip(dilation, space, strict=True))
-               + (n_stride,) + tuple(t * s for t, s in zip(stride, space, strict=True)))
-    shape = (padded.shape[1],) + kernel + (padded.shape[0],) + out_sizes
-    return xp.lib.stride_tricks.as_strided(padded, shape=shape, strides=strides)
-
-
-def _window_slices(offset, stride, dilation, out_sizes):
-    """The input positions (one slice per spatial dim) read at kernel ``offset``."""
-    return tuple(slice(i * d, i * d + s * (n - 1) + 1, s)
-                 for i, s, d, n in zip(offset, stride, dilation, out_sizes, strict=True))
 
 
 def im2col(xp, x, kernel, stride, padding, dilation, out_sizes=None):
@@ -47,31 +33,21 @@ def im2col(xp, x, kernel, stride, padding, dilation, out_sizes=None):
 
     ``cols`` is the contiguous (C, *kernel, N, *out_sizes) copy of the windows
     of ``x`` zero-padded by ``padding`` ((before, after) per spatial dim);
-    ``out_sizes`` defaults to every window that fits.
+    ``out_sizes`` defaults to every window that fits. A kernel of the backend's
+    table: the spec in kernels/reference_conv.py, compiled loops on the CPU in
+    kernels/cpu_conv.py (``xp`` is the array module of ``x``).
     """
-    padded = x
-    if any(before or after for before, after in padding):
-        padded = xp.pad(padded, ((0, 0), (0, 0)) + tuple(padding))
-    if out_sizes is None:
-        out_sizes = tuple((size - d * (k - 1) - 1) // s + 1 for size, k, s, d
-                          in zip(padded.shape[2:], kernel, stride, dilation, strict=True))
-    cols = xp.ascontiguousarray(_windows(xp, padded, kernel, stride, dilation, out_sizes))
-    return cols, padded.shape, out_sizes
+    return get_backend(device_of(x)).kernels.im2col(x, kernel, stride, padding, dilation,
+                                                    out_sizes)
 
 
 def col2im(xp, dcols, padded_shape, stride, dilation, padding, sizes):
     """im2col's adjoint: ``dcols`` (C, *kernel, N, *out_sizes) added back into
     zeros of ``padded_shape`` (N, C, *padded) at the positions each column was
     read from (overlapping windows sum), then cropped to (N, C, *sizes) from
-    each dim's ``before`` padding on."""
-    dims = len(sizes)
-    kernel, out_sizes = dcols.shape[1:1 + dims], dcols.shape[2 + dims:]
-    grad_padded = xp.zeros(padded_shape, dtype=dcols.dtype)
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        where = (slice(None), slice(None)) + _window_slices(offset, stride, dilation, out_sizes)
-        grad_padded[where] += dcols[(slice(None),) + offset].swapaxes(0, 1)
-    return grad_padded[(slice(None), slice(None)) + tuple(
-        slice(before, before + size) for (before, _), size in zip(padding, sizes, strict=True))]
+    each dim's ``before`` padding on. A kernel of the backend's table, as im2col."""
+    return get_backend(device_of(dcols)).kernels.col2im(dcols, padded_shape, stride,
+                                                        dilation, padding, sizes)
 
 
 class ConvFunction(Function):
@@ -118,7 +94,7 @@ class ConvFunction(Function):
         if ctx.needs_input_grad(1):
             grad_w = (dy @ cols.swapaxes(1, 2)).reshape(weight_shape)
         if has_bias and ctx.needs_input_grad(2):
-            grad_b = grad.sum(axis=(0,) + tuple(range(2, grad.ndim)))
+            grad_b = dy.sum(axis=2).reshape(filters)          # rows of dy: one per filter
         if ctx.needs_input_grad(0):
             kernel = tuple(weight_shape[2:])
             dcols = (w.swapaxes(1, 2) @ dy).reshape((channels,) + kernel + (n,) + out_sizes)

@@ -1,4 +1,5 @@
-"""Elementwise operations, with NumPy broadcasting.
+"""Binary elementwise operations, with NumPy broadcasting, and the helpers every
+elementwise op shares (the unary ones are in unary.py).
 
 Each backward returns the local derivative times the incoming gradient,
 summed back to the input's shape by :func:`~tinynet.autograd.unbroadcast`
@@ -22,9 +23,8 @@ from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
 from ..tensor import Tensor
 
-__all__ = ["add", "sub", "mul", "div", "pow", "neg", "maximum", "minimum", "where",
-           "masked_fill", "clip", "clamp", "compare", "exp", "log", "sqrt", "abs", "tanh",
-           "sigmoid", "relu"]
+__all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "where",
+           "masked_fill", "clip", "clamp", "compare"]
 
 
 def operand(x):
@@ -330,11 +330,6 @@ def pow(a, b):
     return Pow.apply(operand(a), operand(b))
 
 
-def neg(x):
-    """``-x``, elementwise, of the same shape and dtype."""
-    return Neg.apply(x)
-
-
 def maximum(a, b):
     """The elementwise larger of ``a`` and ``b``, broadcast (NaN where either is NaN, as
     ``torch.maximum``); at ties each input gets half the gradient.
@@ -393,173 +388,3 @@ def compare(name, a, b):
     a = a.data if isinstance(a, Tensor) else a
     b = b.data if isinstance(b, Tensor) else b
     return Tensor._make(broadcast(name, _COMPARISONS[name], a, b))
-
-
-# ------------------------------------------------------------------ unary ops
-
-class Neg(Function):
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x):
-        return -x
-
-    @staticmethod
-    def backward(ctx, grad):
-        return -grad
-
-
-@no_fp_warnings
-class Exp(Function):
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x):
-        out = get_array_module(x).exp(x)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved
-        return grad * out
-
-
-@no_fp_warnings
-class Log(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return get_array_module(x).log(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved
-        return grad / x
-
-
-@no_fp_warnings
-class Sqrt(Function):
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x):
-        out = get_array_module(x).sqrt(x)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved
-        return grad / (2 * out)
-
-
-@no_fp_warnings
-class Abs(Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return get_array_module(x).abs(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved
-        return grad * sign(x)
-
-
-@no_fp_warnings
-class Tanh(Function):
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x):
-        out = get_array_module(x).tanh(x)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved
-        return grad * (1 - out * out)
-
-
-def sigmoid_array(x):
-    """σ(x) = 1 / (1 + e^-x), as PyTorch computes it.
-
-    For x below about -88.7 (float32; -709 in float64) e^-x overflows to inf
-    and σ comes out 0, its limit: NumPy's overflow warning is silenced. The
-    form (1 + tanh(x/2)) / 2 never overflows but cancels for negative x
-    (σ(-20) = 2e-9 becomes 0 in float32), and NumPy's tanh is slower than its exp.
-    """
-    with np.errstate(over="ignore"):
-        return 1 / (1 + get_array_module(x).exp(-x))
-
-
-@no_fp_warnings
-class Sigmoid(Function):
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x):
-        out = sigmoid_array(x)
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved
-        return grad * out * (1 - out)
-
-
-class Relu(Function):
-    """max(x, 0); the gradient passes where the output is above 0 or NaN (as PyTorch)."""
-
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x):
-        xp = get_array_module(x)
-        out = xp.zeros_like(x)
-        xp.maximum(x, out, out=out)      # NumPy's loop against a scalar 0 is 3x slower
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        (out,) = ctx.saved
-        return zero_where(out <= 0, grad)
-
-
-def exp(x):
-    """e^x elementwise, of the same shape and dtype; d/dx = e^x."""
-    return Exp.apply(x)
-
-
-def log(x):
-    """The natural logarithm elementwise (-inf at 0, NaN below); d/dx = 1 / x."""
-    return Log.apply(x)
-
-
-def sqrt(x):
-    """√x elementwise (NaN below 0); d/dx = 1 / (2 √x)."""
-    return Sqrt.apply(x)
-
-
-def abs(x):
-    """|x| elementwise, of the same shape and dtype; d/dx = sign(x) (0 at 0, as PyTorch)."""
-    return Abs.apply(x)
-
-
-def tanh(x):
-    """tanh x elementwise; d/dx = 1 - tanh² x, computed from the output."""
-    return Tanh.apply(x)
-
-
-def sigmoid(x):
-    """σ(x) = 1 / (1 + e^-x) elementwise; d/dx = σ(x) (1 - σ(x)), from the output."""
-    return Sigmoid.apply(x)
-
-
-def relu(x):
-    """max(x, 0) elementwise; the gradient passes where the output is above 0 (and at NaN)."""
-    return Relu.apply(x)

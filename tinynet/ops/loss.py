@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function
-from ..backend import as_numpy, get_array_module
-from .elementwise import no_fp_warnings, sigmoid_array, zero_where
+from ..backend import as_numpy, get_array_module, kernels_for
+from .elementwise import no_fp_warnings, zero_where
+from .unary import sigmoid_array
 
 __all__ = ["CrossEntropyFunction", "BinaryCrossEntropy", "BinaryCrossEntropyWithLogits",
            "check_class_targets", "log_sigmoid_array"]
@@ -56,8 +57,7 @@ class CrossEntropyFunction(Function):
     @staticmethod
     def forward(ctx, logits, target, reduction, ignore_index=None, weight=None):
         xp = get_array_module(logits)
-        shift = logits.max(axis=1, keepdims=True)
-        log_norm = xp.log(xp.exp(logits - shift).sum(axis=1, keepdims=True)) + shift
+        log_norm = kernels_for(logits).log_sum_exp_rows(logits)
         rows = xp.arange(logits.shape[0])
         kept = None
         if ignore_index is not None:
@@ -83,7 +83,6 @@ class CrossEntropyFunction(Function):
     def backward(ctx, grad):
         logits, log_norm, target, kept, row_weight = ctx.saved
         reduction, count, weighted = ctx.meta
-        xp = get_array_module(logits)
         if reduction == "mean":
             scale = grad / (count if weighted else grad.dtype.type(max(int(count), 1)))
         else:
@@ -92,11 +91,7 @@ class CrossEntropyFunction(Function):
             scale = scale * row_weight          # (PyTorch's log-softmax backward then
             if kept is not None:                # gives them 0 · softmax: NaN only
                 scale = zero_where(~kept, scale)    # where the softmax is)
-        # softmax · s − s at the target, in PyTorch's order (log-softmax's backward
-        # g − softmax · Σg of the NLL's g = −s there), so inf upstream gives its NaN
-        dlogits = xp.exp(logits - log_norm)
-        dlogits *= scale[:, None] if scale.ndim else scale
-        dlogits[xp.arange(logits.shape[0]), target] -= scale
+        dlogits = kernels_for(logits).cross_entropy_backward(logits, log_norm, scale, target)
         return (dlogits, None, None, None) + ((None,) if weighted else ())
 
 

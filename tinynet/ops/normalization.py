@@ -15,7 +15,7 @@ with g = dy · γ and m values sharing one mean::
 RMSNorm (Zhang & Sennrich, 2019) is LayerNorm without the mean: x̂ = x / rms(x),
 so its backward loses the mean(g) term. LayerNorm and RMSNorm run through the
 device's kernel table, whose NumPy reference is ``tinynet.kernels.reference``;
-BatchNorm is array code written here.
+BatchNorm through the kernels of ``tinynet.kernels.reference_batch_norm``.
 
 GroupNorm (Wu & He, 2018) is LayerNorm on other rows: sample n's channels split
 into G groups, and each group's C/G·H·W values are one row of the LayerNorm
@@ -134,13 +134,11 @@ class GroupNormFunction(Function):
         return dx.reshape(grad.shape), dgain, dbias, None, None
 
 
-def _channel_view(x):
-    """Reshape per-channel statistics (C,) to broadcast against (N, C, *spatial)."""
-    return (1, -1) + (1,) * (x.ndim - 2)
-
-
 class BatchNormFunction(Function):
-    """Normalize each channel (axis 1 of (N, C, *spatial)) by ``mean``/``var``.
+    """Normalize each channel (axis 1 of (N, C, *spatial)) by ``mean``/``var``, by
+    the backend's kernels (``batch_norm_forward``, ``batch_norm_backward``; the spec
+    in kernels/reference_batch_norm.py, compiled loops on the CPU in
+    kernels/cpu_batch_norm.py).
 
     ``dof`` says where the statistics came from. ``None``: they are constants
     (running statistics in eval mode), and the op is a per-channel affine map.
@@ -150,25 +148,16 @@ class BatchNormFunction(Function):
 
     @staticmethod
     def forward(ctx, x, gain, bias, mean, var, eps, dof):
-        xp = get_array_module(x)
-        view = _channel_view(x)
-        rstd = 1.0 / xp.sqrt(var + eps)
-        x_hat = (x - mean.reshape(view)) * rstd.reshape(view)
-        ctx.save_for_backward(x_hat, rstd, gain)
-        ctx.meta = ((0,) + tuple(range(2, x.ndim)), view, dof, bias is not None)
-        y = x_hat if gain is None else x_hat * gain.reshape(view)
-        return y if bias is None else y + bias.reshape(view)
+        y, rstd = get_backend(device_of(x)).kernels.batch_norm_forward(x, gain, bias, mean,
+                                                                       var, eps)
+        ctx.save_for_backward(x, mean.copy(), rstd, gain)   # mean may be a running buffer
+        ctx.meta = (dof, bias is not None)
+        return y
 
     @staticmethod
     def backward(ctx, grad):
-        x_hat, rstd, gain = ctx.saved
-        axes, view, dof, has_bias = ctx.meta
-        g = grad if gain is None else grad * gain.reshape(view)
-        if dof is None:
-            dx = g * rstd.reshape(view)
-        else:
-            dx = rstd.reshape(view) * (g - g.mean(axis=axes, keepdims=True)
-                                       - x_hat * (g * x_hat).sum(axis=axes, keepdims=True) / dof)
-        dgain = None if gain is None else (grad * x_hat).sum(axis=axes)
-        dbias = grad.sum(axis=axes) if has_bias else None
+        x, mean, rstd, gain = ctx.saved
+        dof, has_bias = ctx.meta
+        dx, dgain, dbias = get_backend(device_of(x)).kernels.batch_norm_backward(
+            grad, x, mean, rstd, gain, has_bias, dof)
         return dx, dgain, dbias, None, None, None, None

@@ -19,9 +19,11 @@ strides (stride·s, dilation·s) per dim gives every window without copying:
 **Max pooling** pads with −inf, so padding never wins, and walks the kernel
 offsets j in raster order keeping the running maximum and its offset: a value
 replaces the maximum if it is larger or NaN, so ties keep the first maximum and
-a NaN propagates, as PyTorch's kernel does. Its backward walks the offsets
-again and adds each window's gradient into the tap that won, through the same
-strided view of a zero gradient buffer, one strided add per offset.
+a NaN propagates, as PyTorch's kernel does. Its backward adds each window's
+gradient into the tap that won. Both are kernels of the backend's table: the
+spec, one strided NumPy pass per kernel offset, in kernels/reference_pooling.py;
+on the CPU, compiled loops over the (sample, channel) planes, in
+kernels/cpu_pooling.py.
 
 **Average pooling** sums each window through the view and divides by
 PyTorch's count: the window's length per dim, clipped to the padded input
@@ -41,8 +43,8 @@ import numbers
 import numpy as np
 
 from ..autograd import Function
-from ..backend import get_array_module
-from .elementwise import zero_where
+from ..backend import device_of, get_array_module, get_backend
+from ..kernels.reference_pooling import crop, pad_windows, windows
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
@@ -115,82 +117,26 @@ def _output_shape(where, n, input, kernel, stride, padding, dilation, ceil_mode)
     return out
 
 
-# -------------------------------------------------------------------- windows
-def _pad(x, padding, out, kernel, stride, dilation, fill):
-    """x with ``padding`` before each spatial dim and, after it, enough to
-    reach the last tap of the last window (more than ``padding`` in ceil_mode)."""
-    n = len(kernel)
-    right = [max(p, (o - 1) * s + (k - 1) * d + 1 - length - p) for length, o, k, s, p, d
-             in zip(x.shape[-n:], out, kernel, stride, padding, dilation, strict=True)]
-    if not any(padding) and not any(right):
-        return x
-    widths = [(0, 0)] * (x.ndim - n) + list(zip(padding, right, strict=True))
-    return get_array_module(x).pad(x, widths, constant_values=fill)
-
-
-def _windows(padded, out, kernel, stride, dilation):
-    """A strided view of shape (*lead, *out, *kernel) of the padded array:
-    element [..., o, j] is padded[..., o·stride + j·dilation] (per dim)."""
-    n = len(kernel)
-    steps = padded.strides[-n:]
-    shape = padded.shape[:-n] + tuple(out) + tuple(kernel)
-    strides = (padded.strides[:-n] + tuple(a * s for a, s in zip(steps, stride, strict=True))
-               + tuple(a * d for a, d in zip(steps, dilation, strict=True)))
-    return get_array_module(padded).lib.stride_tricks.as_strided(padded, shape, strides)
-
-
-def _crop(padded, padding, shape):
-    """The inverse of :func:`_pad`: the part of ``padded`` that is the input."""
-    n = len(padding)
-    return padded[(Ellipsis,) + tuple(slice(p, p + length) for p, length
-                                      in zip(padding, shape[-n:], strict=True))]
-
-
-def _first_inside(xp, out, kernel, stride, padding, dilation):
-    """The raster index of each window's first tap inside the input: where
-    PyTorch's max starts, so it wins when every tap of the window is −inf."""
-    n, first = len(kernel), 0
-    for d, (o, k, s, p, dil) in enumerate(zip(out, kernel, stride, padding, dilation,
-                                              strict=True)):
-        j = xp.clip(-((xp.arange(o) * s - p) // dil), 0, k - 1)   # ceil((p − o s)/dil)
-        first = first * k + j.reshape((-1,) + (1,) * (n - 1 - d))
-    return first
-
-
 class MaxPool(Function):
-    """Max over each window; the gradient goes to the tap that won."""
+    """Max over each window; the gradient goes to the tap that won. A kernel of
+    the backend's table (``max_pool_forward``, ``max_pool_backward``; the spec in
+    kernels/reference_pooling.py, compiled loops on the CPU in kernels/cpu_pooling.py)."""
 
     backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, kernel, stride, padding, dilation, out):
-        xp = get_array_module(x)
-        padded = _pad(x, padding, out, kernel, stride, dilation, -np.inf)
-        windows = _windows(padded, out, kernel, stride, dilation)
-        best = xp.full(windows.shape[:-len(kernel)], -np.inf, dtype=x.dtype)
-        arg = xp.broadcast_to(_first_inside(xp, out, kernel, stride, padding, dilation),
-                              best.shape).astype(np.int32)
-        for j, offset in enumerate(np.ndindex(*kernel)):
-            value = windows[(Ellipsis,) + offset]
-            wins = (value > best) | xp.isnan(value)
-            # the offsets only grow, and a winner is inside the input (padding is
-            # −inf), so never before the first tap inside: max() is "set to j if it wins"
-            arg = xp.maximum(arg, wins * np.int32(j))
-            best = xp.maximum(best, value)                   # NaN propagates
+        kernels = get_backend(device_of(x)).kernels
+        best, arg = kernels.max_pool_forward(x, kernel, stride, padding, dilation, out)
         ctx.save_for_backward(arg)
-        ctx.meta = (x.shape, padded.shape, kernel, stride, padding, dilation, out)
+        ctx.meta = (x.shape, kernel, stride, padding, dilation, out)
         return best
 
     @staticmethod
     def backward(ctx, grad):
         (arg,) = ctx.saved
-        shape, padded_shape, kernel, stride, padding, dilation, out = ctx.meta
-        xp = get_array_module(grad)
-        dx = xp.zeros(padded_shape, dtype=grad.dtype)
-        windows = _windows(dx, out, kernel, stride, dilation)
-        for j, offset in enumerate(np.ndindex(*kernel)):
-            windows[(Ellipsis,) + offset] += zero_where(arg != j, grad)
-        return _crop(dx, padding, shape)
+        kernels = get_backend(device_of(grad)).kernels
+        return kernels.max_pool_backward(grad, arg, *ctx.meta)
 
 
 def _divisor(xp, shape, kernel, stride, padding, out, count_include_pad, dtype):
@@ -218,13 +164,13 @@ class AvgPool(Function):
     def forward(ctx, x, kernel, stride, padding, out, count_include_pad, divisor_override):
         xp, n = get_array_module(x), len(kernel)
         dilation = (1,) * n
-        padded = _pad(x, padding, out, kernel, stride, dilation, 0)
-        windows = _windows(padded, out, kernel, stride, dilation)
+        padded = pad_windows(x, padding, out, kernel, stride, dilation, 0)
+        view = windows(padded, out, kernel, stride, dilation)
         divisor = divisor_override or _divisor(xp, x.shape[-n:], kernel, stride, padding, out,
                                                count_include_pad, x.dtype)
         ctx.save_for_backward(divisor)
         ctx.meta = (x.shape, padded.shape, kernel, stride, padding, out)
-        return windows.sum(axis=tuple(range(-n, 0))) / divisor
+        return view.sum(axis=tuple(range(-n, 0))) / divisor
 
     @staticmethod
     def backward(ctx, grad):
@@ -233,10 +179,10 @@ class AvgPool(Function):
         xp = get_array_module(grad)
         share = grad / divisor
         dx = xp.zeros(padded_shape, dtype=grad.dtype)
-        windows = _windows(dx, out, kernel, stride, (1,) * len(kernel))
+        view = windows(dx, out, kernel, stride, (1,) * len(kernel))
         for offset in np.ndindex(*kernel):
-            windows[(Ellipsis,) + offset] += share
-        return _crop(dx, padding, shape)
+            view[(Ellipsis,) + offset] += share
+        return crop(dx, padding, shape)
 
 
 def _bins(length, size):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..autograd import Function
 from ..backend import device_of, get_array_module, get_backend
-from .elementwise import sigmoid_array
+from .unary import sigmoid_array
 
 __all__ = ["LSTMCellUpdate", "LSTMOutput", "LSTMSequence"]
 

@@ -8,7 +8,7 @@ and ``keepdims`` are accepted as aliases.
 from __future__ import annotations
 
 from ..autograd import Function
-from ..backend import get_array_module
+from ..backend import get_array_module, kernels_for
 from .elementwise import no_fp_warnings
 from .reduction import _expand, _reduced_shape, normalize_axis, resolve_dims
 
@@ -39,13 +39,14 @@ class LogSumExp(Function):
 
 @no_fp_warnings
 class Softmax(Function):
+    """The device's ``softmax_forward`` / ``softmax_backward`` kernels
+    (kernels/reference.py; compiled row loops in float32 on the CPU)."""
+
     backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, axis):
-        xp = get_array_module(x)
-        y = xp.exp(x - x.max(axis=axis, keepdims=True))
-        y /= y.sum(axis=axis, keepdims=True)
+        y = kernels_for(x).softmax_forward(x, axis)
         ctx.save_for_backward(y)
         ctx.axis = axis
         return y
@@ -53,18 +54,18 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved
-        return y * (grad - (grad * y).sum(axis=ctx.axis, keepdims=True)), None
+        return kernels_for(y).softmax_backward(grad, y, ctx.axis), None
 
 
 @no_fp_warnings
 class LogSoftmax(Function):
+    """The device's ``log_softmax_forward`` / ``log_softmax_backward`` kernels."""
+
     backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, axis):
-        xp = get_array_module(x)
-        shifted = x - x.max(axis=axis, keepdims=True)
-        out = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
+        out = kernels_for(x).log_softmax_forward(x, axis)
         ctx.save_for_backward(out)
         ctx.axis = axis
         return out
@@ -72,8 +73,7 @@ class LogSoftmax(Function):
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved
-        xp = get_array_module(out)
-        return grad - xp.exp(out) * grad.sum(axis=ctx.axis, keepdims=True), None
+        return kernels_for(out).log_softmax_backward(grad, out, ctx.axis), None
 
 
 def logsumexp(x, dim, keepdim=False, *, axis=None, keepdims=None):

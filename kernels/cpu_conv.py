@@ -1,0 +1,183 @@
+"""im2col and col2im of 2-D convolutions on the CPU: :mod:`tinynet.kernels.reference_conv`
+as compiled loops, a task per input channel.
+
+The reference pads the input (a copy), copies the strided view of its
+windows into ``cols``, and in col2im adds each kernel offset's columns into
+a zero-padded gradient, one strided NumPy pass per offset through a transposed
+view (the columns are (C, k, k, N, h, w), the gradient (N, C, H, W)), then
+crops the padding off (a second copy where the next op needs it contiguous).
+All of it runs on one thread. Here each input channel c is one task of a
+parallel loop, and a row of the output is one loop, which the compiler turns
+into vector code at stride 1:
+
+* **im2col**: cols[c, i, j, n, h, :] is a stretch of input row h·stride −
+  padding + i·dilation, zeros where it hangs into the padding (the padding is
+  never built); the rows of cols are written in order, one after another;
+* **col2im**: the gradient of channel c is zeroed, then each kernel offset's
+  columns are added into it in raster order of the offsets, as the reference
+  adds them (the same sums in the same order, so the same bits), the taps
+  that fall into the padding skipped (nothing to crop).
+
+2-D convolutions of float32 and float64 NumPy arrays are compiled; others go
+to the reference. Inputs below _cpu_rung.PARALLEL_MIN_ELEMENTS run on one
+thread.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from . import reference_conv
+from ._arguments import FLOAT_DTYPES
+from ._compile import first_calls_noticed
+from ._cpu_rung import PARALLEL_MIN_ELEMENTS
+
+__all__ = ["im2col", "col2im"]
+
+_OPTIONS = dict(cache=True, error_model="numpy")
+_NOTICED = first_calls_noticed("the CPU im2col/col2im kernels")
+
+
+@njit(**_OPTIONS)
+def _inside(shift, step, length, out):
+    """The range [low, high) of output positions o with 0 ≤ o·step + shift < length."""
+    low = max(0, -(shift // step))                  # ceil(−shift / step)
+    high = min(out, -((shift - length) // step))    # ceil((length − shift) / step)
+    return low, max(low, high)
+
+
+# The arrays are passed flat, their shapes beside them, and every index is made
+# unsigned (_AT) where it is used: an index that may be negative makes Numba
+# wrap it around, and the loop is no longer vectorized (7x slower). A view per
+# row (x[n, c, h]) would cost more than the row's 14 values.
+_AT = np.uint64
+
+
+@njit(**_OPTIONS)
+def _fill_columns(x, cols, shape, geometry, out_h, out_w, c):
+    """The rows (c, ·, ·) of cols, flat (C·kh·kw, N·out_h·out_w), from channel c
+    of x, flat (N, C, H, W)."""
+    kh, kw, sh, sw, top, left, dh, dw = geometry
+    batch, channels, height, width = shape
+    for i in range(kh):
+        for j in range(kw):
+            r = (c * kh + i) * kw + j
+            shift = j * dw - left
+            low, high = _inside(shift, sw, width, out_w)
+            for n in range(batch):
+                plane = (n * channels + c) * height
+                for oh in range(out_h):
+                    start = ((r * batch + n) * out_h + oh) * out_w
+                    h = oh * sh - top + i * dh
+                    if h < 0 or h >= height:
+                        for ow in range(out_w):
+                            cols[_AT(start + ow)] = 0
+                        continue
+                    source = (plane + h) * width + shift
+                    for ow in range(low):
+                        cols[_AT(start + ow)] = 0
+                    if sw == 1:
+                        for ow in range(low, high):
+                            cols[_AT(start + ow)] = x[_AT(source + ow)]
+                    else:
+                        for ow in range(low, high):
+                            cols[_AT(start + ow)] = x[_AT(source + ow * sw)]
+                    for ow in range(high, out_w):
+                        cols[_AT(start + ow)] = 0
+
+
+@njit(**_OPTIONS)
+def _add_columns(dcols, dx, shape, geometry, out_h, out_w, c):
+    """dx[:, c] = the sum of channel c's columns at the positions they were read from,
+    the kernel offsets in raster order."""
+    kh, kw, sh, sw, top, left, dh, dw = geometry
+    batch, channels, height, width = shape
+    for n in range(batch):
+        plane = (n * channels + c) * height * width
+        for k in range(height * width):
+            dx[_AT(plane + k)] = 0
+    for i in range(kh):
+        for j in range(kw):
+            r = (c * kh + i) * kw + j
+            shift = j * dw - left
+            low, high = _inside(shift, sw, width, out_w)
+            for n in range(batch):
+                plane = (n * channels + c) * height
+                for oh in range(out_h):
+                    h = oh * sh - top + i * dh
+                    if h < 0 or h >= height:
+                        continue
+                    start = ((r * batch + n) * out_h + oh) * out_w
+                    target = (plane + h) * width + shift
+                    if sw == 1:
+                        for ow in range(low, high):
+                            dx[_AT(target + ow)] += dcols[_AT(start + ow)]
+                    else:
+                        for ow in range(low, high):
+                            dx[_AT(target + ow * sw)] += dcols[_AT(start + ow)]
+
+
+@_NOTICED
+@njit(**_OPTIONS)
+def _columns_serial(x, cols, shape, geometry, out_h, out_w):
+    for c in range(shape[1]):
+        _fill_columns(x, cols, shape, geometry, out_h, out_w, c)
+
+
+@_NOTICED
+@njit(parallel=True, **_OPTIONS)
+def _columns_parallel(x, cols, shape, geometry, out_h, out_w):
+    for c in prange(shape[1]):
+        _fill_columns(x, cols, shape, geometry, out_h, out_w, np.int64(c))
+
+
+@_NOTICED
+@njit(**_OPTIONS)
+def _gradient_serial(dcols, dx, shape, geometry, out_h, out_w):
+    for c in range(shape[1]):
+        _add_columns(dcols, dx, shape, geometry, out_h, out_w, c)
+
+
+@_NOTICED
+@njit(parallel=True, **_OPTIONS)
+def _gradient_parallel(dcols, dx, shape, geometry, out_h, out_w):
+    for c in prange(shape[1]):
+        _add_columns(dcols, dx, shape, geometry, out_h, out_w, np.int64(c))
+
+
+def _geometry(kernel, stride, padding, dilation):
+    (top, _), (left, _) = padding
+    return tuple(int(v) for v in (*kernel, *stride, top, left, *dilation))
+
+
+def _compiled_case(a, spatial_dims):
+    return type(a) is np.ndarray and a.dtype in FLOAT_DTYPES and spatial_dims == 2
+
+
+def im2col(x, kernel, stride, padding, dilation, out_sizes=None):
+    """``(cols, padded_shape, out_sizes)`` as :func:`tinynet.kernels.reference_conv.im2col`."""
+    if not _compiled_case(x, len(kernel)):
+        return reference_conv.im2col(x, kernel, stride, padding, dilation, out_sizes)
+    padded_shape = x.shape[:2] + tuple(size + before + after for size, (before, after)
+                                       in zip(x.shape[2:], padding, strict=True))
+    if out_sizes is None:
+        out_sizes = tuple((size - d * (k - 1) - 1) // s + 1 for size, k, s, d
+                          in zip(padded_shape[2:], kernel, stride, dilation, strict=True))
+    x = np.ascontiguousarray(x)
+    cols = np.empty((x.shape[1],) + tuple(kernel) + (x.shape[0],) + tuple(out_sizes), x.dtype)
+    run = _columns_parallel if cols.size >= PARALLEL_MIN_ELEMENTS else _columns_serial
+    run(x.reshape(-1), cols.reshape(-1), x.shape, _geometry(kernel, stride, padding, dilation),
+        *out_sizes)
+    return cols, padded_shape, tuple(out_sizes)
+
+
+def col2im(dcols, padded_shape, stride, dilation, padding, sizes):
+    """The input's gradient as :func:`tinynet.kernels.reference_conv.col2im`."""
+    if not _compiled_case(dcols, len(sizes)):
+        return reference_conv.col2im(dcols, padded_shape, stride, dilation, padding, sizes)
+    dcols = np.ascontiguousarray(dcols)
+    dx = np.empty(tuple(padded_shape[:2]) + tuple(sizes), dcols.dtype)
+    run = _gradient_parallel if dcols.size >= PARALLEL_MIN_ELEMENTS else _gradient_serial
+    run(dcols.reshape(-1), dx.reshape(-1), dx.shape,
+        _geometry(dcols.shape[1:3], stride, padding, dilation), *dcols.shape[4:])
+    return dx

@@ -1,0 +1,211 @@
+"""Softmax, log-softmax, the cross-entropy's log-normalizer and row sums on the
+CPU: compiled loops over the rows of the last axis, in float32.
+
+NumPy's softmax is five passes over the array (max, subtract, exp, sum,
+divide), and its max and sum along a short last axis (65 classes, 64 keys)
+cost about three passes each. Here a row is read while it is in the cache: its
+maximum, then e^(x − max) by :func:`~tinynet.kernels.cpu_pointwise.exp32`
+(vectorized) with the sum, then the division. A row's sum is a function of
+its own, compiled with ``reassoc``, which lets the compiler add in SIMD lanes
+(about 3x faster than one running sum); the loops that call it are not, so that
+the exponential's range reduction keeps its order. The compiler does not
+vectorize a running maximum at all: it is kept in eight running maxima.
+
+As for the activations (kernels/cpu_pointwise.py), float64, other axes and
+CuPy's arrays run kernels/reference.py's NumPy formulas.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from . import reference
+from .cpu_pointwise import compiled, exp32
+
+__all__ = ["softmax_forward", "softmax_backward", "log_softmax_forward",
+           "log_softmax_backward", "log_sum_exp_rows", "cross_entropy_backward",
+           "sum_last_axis", "row_sum", "row_max"]
+
+_LOOP = dict(cache=True, error_model="numpy", fastmath={"contract"})
+_INLINE = dict(inline="always", error_model="numpy", fastmath={"contract"})
+_SUM = dict(cache=True, error_model="numpy", fastmath={"reassoc", "nsz", "contract"})
+_F = np.float32
+
+
+@njit(**_SUM)
+def row_sum(a, i):
+    """Σ_j a[i, j], which ``reassoc`` lets the compiler add in SIMD lanes."""
+    total = _F(0)
+    for j in range(a.shape[1]):
+        total += a[i, j]
+    return total
+
+
+@njit(**_INLINE)
+def _larger(a, b):
+    return a if a > b else b            # b when a is NaN
+
+
+@njit(**_INLINE)
+def row_max(a, i):
+    """max_j a[i, j] in eight running maxima, skipping NaN: a NaN element still
+    makes its row NaN, through e^(NaN − max) in the sum."""
+    columns = a.shape[1]
+    whole = columns - columns % 8
+    m0 = m1 = m2 = m3 = m4 = m5 = m6 = m7 = _F(-np.inf)
+    for j in range(0, whole, 8):
+        m0 = _larger(a[i, j], m0)
+        m1 = _larger(a[i, j + 1], m1)
+        m2 = _larger(a[i, j + 2], m2)
+        m3 = _larger(a[i, j + 3], m3)
+        m4 = _larger(a[i, j + 4], m4)
+        m5 = _larger(a[i, j + 5], m5)
+        m6 = _larger(a[i, j + 6], m6)
+        m7 = _larger(a[i, j + 7], m7)
+    peak = _larger(_larger(_larger(m0, m1), _larger(m2, m3)),
+                   _larger(_larger(m4, m5), _larger(m6, m7)))
+    for j in range(whole, columns):
+        peak = _larger(a[i, j], peak)
+    return peak
+
+
+@njit(**_INLINE)
+def _exp_shifted(x, i, shift, out, k):
+    """out[k] = e^(x[i] − shift), returning Σ_j out[k, j]."""
+    for j in range(x.shape[1]):
+        out[k, j] = exp32(x[i, j] - shift)
+    return row_sum(out, k)
+
+
+@njit(**_LOOP)
+def _softmax_loop(x, y):
+    for i in range(x.shape[0]):
+        inverse = _F(1) / _exp_shifted(x, i, row_max(x, i), y, i)
+        for j in range(y.shape[1]):
+            y[i, j] *= inverse
+
+
+@njit(**_LOOP)
+def _softmax_backward_loop(grad, y, dx):
+    for i in range(y.shape[0]):
+        for j in range(y.shape[1]):
+            dx[i, j] = grad[i, j] * y[i, j]
+        total = row_sum(dx, i)
+        for j in range(y.shape[1]):
+            dx[i, j] = y[i, j] * (grad[i, j] - total)
+
+
+@njit(**_LOOP)
+def _log_softmax_loop(x, y):
+    for i in range(x.shape[0]):
+        peak = row_max(x, i)
+        log_total = _F(math.log(_exp_shifted(x, i, peak, y, i)))
+        for j in range(y.shape[1]):
+            y[i, j] = (x[i, j] - peak) - log_total
+
+
+@njit(**_LOOP)
+def _log_softmax_backward_loop(grad, y, dx):
+    for i in range(y.shape[0]):
+        total = row_sum(grad, i)
+        for j in range(y.shape[1]):
+            dx[i, j] = grad[i, j] - exp32(y[i, j]) * total
+
+
+@njit(**_LOOP)
+def _log_sum_exp_loop(x, scratch, log_norm):
+    for i in range(x.shape[0]):
+        peak = row_max(x, i)
+        log_norm[i] = _F(math.log(_exp_shifted(x, i, peak, scratch, 0))) + peak
+
+
+@njit(**_LOOP)
+def _cross_entropy_backward_loop(logits, log_norm, scale, target, dlogits):
+    for i in range(logits.shape[0]):
+        s, shift = scale[i], log_norm[i]
+        for j in range(logits.shape[1]):
+            dlogits[i, j] = exp32(logits[i, j] - shift) * s
+        dlogits[i, target[i]] -= s
+
+
+@njit(**_LOOP)
+def _row_sums(x, out):
+    for i in range(x.shape[0]):
+        out[i] = row_sum(x, i)
+
+
+def _last_axis(x, axis) -> bool:
+    return axis == x.ndim - 1 and x.size > 0
+
+
+def _rows(a):
+    return a.reshape(-1, a.shape[-1])
+
+
+def softmax_forward(x, axis):
+    """softmax(x) along ``axis``, shifted by the maximum."""
+    if not (compiled(x) and _last_axis(x, axis)):
+        return reference.softmax_forward(x, axis)
+    y = np.empty_like(x)
+    _softmax_loop(_rows(x), _rows(y))
+    return y
+
+
+def softmax_backward(grad, y, axis):
+    """y ∘ (g − Σ g ∘ y) along ``axis``."""
+    if not (compiled(grad, y) and _last_axis(y, axis)):
+        return reference.softmax_backward(grad, y, axis)
+    dx = np.empty_like(y)
+    _softmax_backward_loop(_rows(grad), _rows(y), _rows(dx))
+    return dx
+
+
+def log_softmax_forward(x, axis):
+    """x − max − log Σ e^(x − max) along ``axis``."""
+    if not (compiled(x) and _last_axis(x, axis)):
+        return reference.log_softmax_forward(x, axis)
+    y = np.empty_like(x)
+    _log_softmax_loop(_rows(x), _rows(y))
+    return y
+
+
+def log_softmax_backward(grad, y, axis):
+    """g − e^y Σ g along ``axis``."""
+    if not (compiled(grad, y) and _last_axis(y, axis)):
+        return reference.log_softmax_backward(grad, y, axis)
+    dx = np.empty_like(y)
+    _log_softmax_backward_loop(_rows(grad), _rows(y), _rows(dx))
+    return dx
+
+
+def log_sum_exp_rows(logits):
+    """log Σ_j e^(z_ij) of each row of (N, C) logits, as an (N, 1) array."""
+    if not (compiled(logits) and logits.ndim == 2 and logits.size):
+        return reference.log_sum_exp_rows(logits)
+    log_norm = np.empty((logits.shape[0], 1), _F)
+    _log_sum_exp_loop(logits, np.empty((1, logits.shape[1]), _F), log_norm[:, 0])
+    return log_norm
+
+
+def cross_entropy_backward(logits, log_norm, scale, target):
+    """softmax(z) · s − s at each row's target: the cross-entropy's gradient with
+    each row's factor ``s`` (an (N,) array, or 0-d for one factor for all)."""
+    if not (compiled(logits) and compiled(log_norm) and logits.ndim == 2 and logits.size
+            and isinstance(scale, (np.ndarray, np.float32)) and scale.dtype == _F):
+        return reference.cross_entropy_backward(logits, log_norm, scale, target)
+    dlogits = np.empty_like(logits)
+    scale = np.ascontiguousarray(np.broadcast_to(scale, logits.shape[:1]))
+    _cross_entropy_backward_loop(logits, log_norm[:, 0], scale,
+                                 np.ascontiguousarray(target, dtype=np.intp), dlogits)
+    return dlogits
+
+
+def sum_last_axis(x):
+    """Σ over the last axis, the other axes kept."""
+    if not (compiled(x) and x.ndim > 0 and x.size):
+        return reference.sum_last_axis(x)
+    out = np.empty(x.shape[:-1], _F)
+    _row_sums(_rows(x), out.reshape(-1))
+    return out

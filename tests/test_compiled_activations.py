@@ -1,0 +1,220 @@
+"""The compiled float32 kernels of the activations and the row ops
+(kernels/cpu_pointwise.py, kernels/cpu_rows.py) against their spec,
+kernels/reference.py, computed in float64; their edges (0, ±inf, NaN) against
+the reference's in float32; the cases they hand to the reference unchanged;
+and the public ops against PyTorch in float32."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tinynet
+import tinynet.nn.functional as F
+from tinynet.kernels import cpu_pointwise, cpu_rows, reference
+
+EDGES = np.array([0.0, -0.0, 1e-30, -1e-30, 1e-8, -1e-8, 0.5, -0.5, 20.0, -20.0, 87.0,
+                  -87.0, 88.5, -88.5, 100.0, -100.0, 1e30, -1e30, np.inf, -np.inf, np.nan],
+                 np.float32)
+
+# (kernel name, arguments built from x: the output of the forward where the
+# backward takes it, else x itself)
+POINTWISE = {
+    "sigmoid_forward": lambda x, g: (x,),
+    "sigmoid_backward": lambda x, g: (g, reference.sigmoid_forward(x)),
+    "silu_forward": lambda x, g: (x,),
+    "silu_backward": lambda x, g: (g, x),
+    "tanh_backward": lambda x, g: (g, np.tanh(x)),
+    "relu_forward": lambda x, g: (x,),
+    "relu_backward": lambda x, g: (g, reference.relu_forward(x)),
+    "gelu_tanh_forward": lambda x, g: (x,),
+    "gelu_tanh_backward": lambda x, g: (g, x),
+}
+
+
+def _inputs(n=4099, seed=0):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(n) * 4).astype(np.float32)
+    g = rng.standard_normal(n).astype(np.float32)
+    return x, g
+
+
+def _close_to_float64(got, args, name, rtol, atol=1e-37):
+    want = getattr(reference, name)(*(a.astype(np.float64) if isinstance(a, np.ndarray) else a
+                                      for a in args))
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol)
+
+
+def test_exp32_is_within_two_ulp_of_exp():
+    x = np.linspace(-87, 88, 200_003, dtype=np.float32)
+    got = np.empty_like(x)
+    cpu_pointwise._relu_loop(x, got)            # compiles the module's loops first
+    from numba import njit
+
+    @njit
+    def run(values, out):
+        for i in range(values.size):
+            out[i] = cpu_pointwise.exp32(values[i])
+    run(x, got)
+    want = np.exp(x.astype(np.float64))
+    ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
+    assert (np.abs(got - want) <= 2 * ulp).all()
+    edges = np.array([-np.inf, -1000, -87.5, np.inf, 1000, 89, np.nan, 0], np.float32)
+    got = np.empty_like(edges)
+    run(edges, got)
+    np.testing.assert_array_equal(got, [0, 0, 0, np.inf, np.inf, np.inf, np.nan, 1])
+
+
+@pytest.mark.parametrize("name", POINTWISE)
+def test_pointwise_kernel_matches_the_spec_in_float64(name):
+    x, g = _inputs()
+    args = POINTWISE[name](x, g)
+    got = getattr(cpu_pointwise, name)(*args)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    _close_to_float64(got, args, name, rtol=5e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", POINTWISE)
+def test_pointwise_kernel_edges_are_the_specs(name):
+    g = np.ones_like(EDGES)
+    args = POINTWISE[name](EDGES, g)
+    with np.errstate(all="ignore"):
+        want = getattr(reference, name)(*args)
+        got = getattr(cpu_pointwise, name)(*args)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    np.testing.assert_allclose(got[finite], want[finite], rtol=5e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize("name", POINTWISE)
+def test_pointwise_kernel_hands_other_arrays_to_the_spec(name):
+    x, g = _inputs(64)
+    for args in (tuple(a.astype(np.float64) for a in POINTWISE[name](x, g)),
+                 tuple(np.repeat(a, 2)[::2] for a in POINTWISE[name](x, g))):
+        np.testing.assert_array_equal(getattr(cpu_pointwise, name)(*args),
+                                      getattr(reference, name)(*args))
+
+
+ROW_SHAPES = [(3, 1), (5, 7), (4, 8), (6, 65), (2, 3, 64), (1, 300)]
+
+
+def _rows(shape, seed=1):
+    rng = np.random.default_rng(seed)
+    return ((rng.standard_normal(shape) * 5).astype(np.float32),
+            rng.standard_normal(shape).astype(np.float32))
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+def test_row_kernels_match_the_spec_in_float64(shape):
+    x, g = _rows(shape)
+    axis = len(shape) - 1
+    y = cpu_rows.softmax_forward(x, axis)
+    _close_to_float64(y, (x, axis), "softmax_forward", rtol=1e-5, atol=1e-7)
+    _close_to_float64(cpu_rows.softmax_backward(g, y, axis), (g, y, axis),
+                      "softmax_backward", rtol=1e-4, atol=1e-6)
+    out = cpu_rows.log_softmax_forward(x, axis)
+    _close_to_float64(out, (x, axis), "log_softmax_forward", rtol=1e-5, atol=1e-5)
+    _close_to_float64(cpu_rows.log_softmax_backward(g, out, axis), (g, out, axis),
+                      "log_softmax_backward", rtol=1e-4, atol=1e-5)
+    _close_to_float64(cpu_rows.sum_last_axis(x), (x,), "sum_last_axis", rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("classes", [1, 7, 65])
+def test_cross_entropy_kernels_match_the_spec_in_float64(classes):
+    logits, _ = _rows((9, classes))
+    target = np.arange(9) % classes
+    log_norm = cpu_rows.log_sum_exp_rows(logits)
+    assert log_norm.shape == (9, 1)
+    _close_to_float64(log_norm, (logits,), "log_sum_exp_rows", rtol=1e-6, atol=1e-6)
+    for scale in (np.float32(0.25) + np.zeros((), np.float32),
+                  np.linspace(0, 1, 9, dtype=np.float32)):
+        got = cpu_rows.cross_entropy_backward(logits, log_norm, scale, target)
+        want = reference.cross_entropy_backward(logits.astype(np.float64),
+                                                log_norm.astype(np.float64),
+                                                scale.astype(np.float64), target)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_row_kernel_edges_are_the_specs():
+    x = np.array([[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+                  [-np.inf] * 9,
+                  [0.0, np.nan, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+                  [np.inf, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+                  [-np.inf, 0.0, -np.inf, 1.0, 2.0, 3.0, 4.0, 5.0, 1e30],
+                  [-1e30, 88.0, -88.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]], np.float32)
+    with np.errstate(all="ignore"):
+        for name in ("softmax_forward", "log_softmax_forward"):
+            want = getattr(reference, name)(x, 1)
+            got = getattr(cpu_rows, name)(x, 1)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=name)
+            np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)],
+                                       rtol=1e-6, atol=1e-7, err_msg=name)
+        masked = cpu_rows.softmax_forward(x[4:5], 1)
+        assert (masked[x[4:5] == -np.inf] == 0).all()       # exactly 0, as e^−∞
+        want, got = reference.log_sum_exp_rows(x), cpu_rows.log_sum_exp_rows(x)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)], rtol=1e-6)
+
+
+def test_row_kernels_hand_other_axes_and_dtypes_to_the_spec():
+    x, g = _rows((4, 6, 5))
+    for args in ((x, 1), (x.astype(np.float64), 2), (x.transpose(0, 2, 1), 2)):
+        np.testing.assert_array_equal(cpu_rows.softmax_forward(*args),
+                                      reference.softmax_forward(*args))
+        np.testing.assert_array_equal(cpu_rows.log_softmax_forward(*args),
+                                      reference.log_softmax_forward(*args))
+    np.testing.assert_array_equal(cpu_rows.sum_last_axis(x.astype(np.float64)),
+                                  x.astype(np.float64).sum(axis=-1))
+    assert cpu_rows.sum_last_axis(np.zeros((3, 0), np.float32)).shape == (3,)
+
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+@pytest.mark.skipif(torch is None, reason="needs torch")
+@pytest.mark.parametrize("op", [
+    lambda lib, Fn, a: a.sigmoid(), lambda lib, Fn, a: Fn.silu(a),
+    lambda lib, Fn, a: a.tanh(), lambda lib, Fn, a: a.relu(),
+    lambda lib, Fn, a: Fn.gelu(a, approximate="tanh"),
+    lambda lib, Fn, a: Fn.softmax(a, dim=-1), lambda lib, Fn, a: Fn.log_softmax(a, dim=-1),
+    lambda lib, Fn, a: a.sum(dim=-1)],
+    ids=["sigmoid", "silu", "tanh", "relu", "gelu_tanh", "softmax", "log_softmax", "sum"])
+def test_float32_ops_match_torch(op):
+    x, _ = _rows((37, 65), seed=3)
+    a = tinynet.tensor(x, requires_grad=True)
+    b = torch.tensor(x, requires_grad=True)
+    out_a, out_b = op(tinynet, F, a), op(torch, torch.nn.functional, b)
+    upstream = np.random.default_rng(4).standard_normal(out_b.shape).astype(np.float32)
+    out_a.backward(tinynet.tensor(upstream))
+    out_b.backward(torch.tensor(upstream))
+    assert out_a.dtype == tinynet.float32 and a.grad.dtype == tinynet.float32
+    np.testing.assert_allclose(out_a.numpy(), out_b.detach().numpy(), rtol=2e-6, atol=2e-6)
+    # atol: where tanh u rounds to ±1 in float32, PyTorch's slope is 0 and the
+    # kernel's x σ(2u) form keeps the true value, a few 1e-6
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(torch is None, reason="needs torch")
+def test_float32_cross_entropy_matches_torch():
+    logits, _ = _rows((50, 65), seed=5)
+    target = np.random.default_rng(6).integers(0, 65, 50)
+    a = tinynet.tensor(logits, requires_grad=True)
+    b = torch.tensor(logits, requires_grad=True)
+    loss_a = F.cross_entropy(a, tinynet.tensor(target))
+    loss_b = torch.nn.functional.cross_entropy(b, torch.tensor(target))
+    loss_a.backward()
+    loss_b.backward()
+    np.testing.assert_allclose(loss_a.item(), loss_b.item(), rtol=2e-6)
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=2e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", tinynet.backend.POINTWISE_KERNELS + tinynet.backend.ROW_KERNELS)
+def test_the_cpu_table_runs_these_kernels_and_the_reference_rung_the_spec(name):
+    table = tinynet.backend.get_backend("cpu").kernels
+    module = cpu_pointwise if name in tinynet.backend.POINTWISE_KERNELS else cpu_rows
+    assert getattr(table, name) is getattr(module, name)
+    with tinynet.use_kernels("reference"):
+        assert getattr(table, name) is getattr(reference, name)
