@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tinynet.backend import POINTWISE_KERNELS, ROW_KERNELS
-
 __all__ = ["Rung", "LADDERS", "DEFAULT", "NORM_KERNELS", "rung_names", "kernel_target"]
 
 NORM_KERNELS = ("layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
@@ -38,10 +36,7 @@ class Rung:
 
 
 REFERENCE = Rung("reference", "tinynet.kernels.reference",
-                 "the spec: NumPy (or CuPy) array code, next to the paper's equations",
-                 NORM_KERNELS + ("adam_step", "gelu_forward", "gelu_backward",
-                                 "attention_softmax_forward", "attention_softmax_backward")
-                 + POINTWISE_KERNELS + ROW_KERNELS)
+                 "the spec: NumPy (or CuPy) array code, next to the paper's equations")
 
 LADDERS = {
     "cpu": (

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet.backend import CONVNET_KERNELS, get_backend
 from tinynet.kernels import (
     cpu_batch_norm,
     cpu_conv,
@@ -234,13 +233,9 @@ def test_im2col_with_given_output_sizes(compiled_only):
 # ------------------------------------------------------- a whole training step
 @pytest.fixture
 def reference_kernels():
-    """The CPU backend with the references in place of the compiled kernels."""
-    table = get_backend("cpu").kernels
-    for name, (_, reference) in CONVNET_KERNELS.items():
-        table.register(name, f"tinynet.kernels.{reference}:{name}")
-    yield
-    for name, (cpu, _) in CONVNET_KERNELS.items():
-        table.register(name, f"tinynet.kernels.{cpu}:{name}")
+    """The CPU backend with the specs in place of the compiled kernels."""
+    with tinynet.use_kernels("reference"):
+        yield
 
 
 def convnet_step(norm, x, y):

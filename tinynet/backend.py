@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import weakref
 
 import numpy as np
 
@@ -134,21 +135,29 @@ def _parse_device(device) -> str:
 # ----------------------------------------------------------------------------
 
 _KERNELS_ENV = "TINYNET_KERNELS"
-GELU_KERNELS = ("gelu_forward", "gelu_backward")
-SOFTMAX_KERNELS = ("attention_softmax_forward", "attention_softmax_backward")
-# The convnet's kernels: name -> (CPU module, reference module) in tinynet.kernels
-CONVNET_KERNELS = {
-    **{name: ("cpu_pooling", "reference_pooling")
-       for name in ("max_pool_forward", "max_pool_backward")},
-    **{name: ("cpu_batch_norm", "reference_batch_norm")
-       for name in ("batch_norm_statistics", "batch_norm_forward", "batch_norm_backward")},
-    **{name: ("cpu_conv", "reference_conv") for name in ("im2col", "col2im")}}
-POINTWISE_KERNELS = ("sigmoid_forward", "sigmoid_backward", "silu_forward", "silu_backward",
-                     "tanh_backward", "relu_forward", "relu_backward", "gelu_tanh_forward",
-                     "gelu_tanh_backward")
-ROW_KERNELS = ("softmax_forward", "softmax_backward", "log_softmax_forward",
-               "log_softmax_backward", "log_sum_exp_rows", "cross_entropy_backward",
-               "sum_last_axis")
+def _kernels(cpu_module, spec_module, *names):
+    return {name: (cpu_module, spec_module) for name in names}
+
+
+# The kernels beside the norms' ladder: name -> (CPU module, spec module), both in
+# tinynet.kernels. The CPU's table runs the first; the CUDA table and
+# use_kernels("reference") run the second, plain NumPy/CuPy array code.
+FUSED_KERNELS = {
+    **_kernels("cpu_adam", "reference", "adam_step"),
+    **_kernels("cpu_gelu", "reference", "gelu_forward", "gelu_backward"),
+    **_kernels("cpu_softmax", "reference", "attention_softmax_forward",
+               "attention_softmax_backward"),
+    **_kernels("cpu_pointwise", "reference", "sigmoid_forward", "sigmoid_backward",
+               "silu_forward", "silu_backward", "tanh_backward", "relu_forward",
+               "relu_backward", "gelu_tanh_forward", "gelu_tanh_backward"),
+    **_kernels("cpu_rows", "reference", "softmax_forward", "softmax_backward",
+               "log_softmax_forward", "log_softmax_backward", "log_sum_exp_rows",
+               "cross_entropy_backward", "sum_last_axis"),
+    **_kernels("cpu_pooling", "reference_pooling", "max_pool_forward", "max_pool_backward"),
+    **_kernels("cpu_batch_norm", "reference_batch_norm", "batch_norm_statistics",
+               "batch_norm_forward", "batch_norm_backward"),
+    **_kernels("cpu_conv", "reference_conv", "im2col", "col2im"),
+}
 _chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's default
 
 
@@ -183,10 +192,17 @@ def use_kernels(rung):
     global _chosen_rung
     previous = _chosen_rung
     _chosen_rung = _check_rung(rung)
+    _forget_lookups()
     try:
         yield
     finally:
         _chosen_rung = previous
+        _forget_lookups()
+
+
+def _forget_lookups():
+    for table in list(KernelTable.tables):
+        table.forget()
 
 
 def use_reference_kernels(enabled: bool = True):
@@ -198,17 +214,23 @@ class KernelTable:
     """The fused kernels of one device, looked up by name on first use.
 
     The normalization kernels come from the device's kernel ladder: the rung
-    chosen by :func:`use_kernels`, else the device's default. Other kernels
-    (the Adam update, the GELU, the attention's softmax) come from ``entries``, a map of name to
-    ``"module:function"``, and so does a kernel plugged in with
-    :meth:`register` when no rung is chosen. Modules are imported on first
-    use, so that ``import tinynet`` compiles nothing.
+    chosen by :func:`use_kernels`, else the device's default. The others (the
+    Adam update, the activations, the softmaxes, the convnet's) come from
+    ``entries``, a map of name to ``"module:function"`` (FUSED_KERNELS), and so
+    does a kernel plugged in with :meth:`register` when no rung is chosen; under
+    ``use_kernels("reference")`` they come from their spec module. Modules are
+    imported on first use, so that ``import tinynet`` compiles nothing. A kernel
+    found with no rung chosen is kept as an attribute of the table, so that
+    later lookups cost what any attribute does.
     """
+
+    tables = weakref.WeakSet()      # every table, for use_kernels to reset
 
     def __init__(self, device: str, entries: dict[str, str]):
         self._device = device
         self._entries = dict(entries)
         self._loaded: dict[tuple, object] = {}
+        KernelTable.tables.add(self)
 
     def names(self):
         from tinynet.kernels.ladder import NORM_KERNELS
@@ -218,6 +240,12 @@ class KernelTable:
         """Plug in a kernel: a callable or a ``"module:function"`` string."""
         self._entries[name] = target
         self._loaded.clear()
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop the kernels kept as attributes (the chosen rung changed)."""
+        for name in [key for key in vars(self) if not key.startswith("_")]:
+            delattr(self, name)
 
     def _target(self, name, rung):
         from tinynet.kernels import ladder
@@ -226,8 +254,8 @@ class KernelTable:
         if name in ladder.NORM_KERNELS:
             return ladder.kernel_target(self._device, rung or ladder.DEFAULT[self._device],
                                         name)
-        if rung == "reference" and name in ladder.REFERENCE.kernels:
-            return ladder.REFERENCE.target(name)
+        if rung == "reference" and name in FUSED_KERNELS:
+            return f"tinynet.kernels.{FUSED_KERNELS[name][1]}:{name}"
         if name in self._entries:
             return self._entries[name]
         raise AttributeError(f"no kernel named {name!r} in this backend")
@@ -247,6 +275,8 @@ class KernelTable:
             module, _, function = target.partition(":")
             fn = getattr(importlib.import_module(module), function)
         self._loaded[key] = fn
+        if _chosen_rung is None:
+            setattr(self, name, fn)
         return fn
 
 
@@ -279,24 +309,15 @@ _seed = None
 
 
 def _make_cpu_backend() -> Backend:
-    kernels = KernelTable("cpu", {
-        "adam_step": "tinynet.kernels.cpu_adam:adam_step",
-        **{name: f"tinynet.kernels.cpu_gelu:{name}" for name in GELU_KERNELS},
-        **{name: f"tinynet.kernels.cpu_softmax:{name}" for name in SOFTMAX_KERNELS},
-        **{name: f"tinynet.kernels.{cpu}:{name}"
-           for name, (cpu, _) in CONVNET_KERNELS.items()},
-        **{name: f"tinynet.kernels.cpu_pointwise:{name}" for name in POINTWISE_KERNELS},
-        **{name: f"tinynet.kernels.cpu_rows:{name}" for name in ROW_KERNELS}})
+    kernels = KernelTable("cpu", {name: f"tinynet.kernels.{cpu}:{name}"
+                                  for name, (cpu, _) in FUSED_KERNELS.items()})
     return Backend("cpu", np, kernels, np.random.default_rng)
 
 
 def _make_cuda_backend() -> Backend:
     cupy = _require_cuda()
-    kernels = KernelTable("cuda", {name: f"tinynet.kernels.reference:{name}"
-                                   for name in ("adam_step", *GELU_KERNELS, *SOFTMAX_KERNELS,
-                                                *POINTWISE_KERNELS, *ROW_KERNELS)})
-    for name, (_, reference) in CONVNET_KERNELS.items():
-        kernels.register(name, f"tinynet.kernels.{reference}:{name}")
+    kernels = KernelTable("cuda", {name: f"tinynet.kernels.{spec}:{name}"
+                                   for name, (_, spec) in FUSED_KERNELS.items()})
     return Backend("cuda", cupy, kernels, cupy.random.default_rng)
 
 

@@ -6,6 +6,7 @@ import numbers
 
 import numpy as np
 
+from ..backend import kernels_for
 from ..hyperparameters import check_real
 from ..ops import (
     dropout,
@@ -169,9 +170,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         raise ValueError(
             f"batch_norm: expected more than 1 value per channel when training, got input "
             f"of shape {tuple(x.shape)}")
-    axes = (0,) + tuple(range(2, x.ndim))
-    mean = x.data.mean(axis=axes)
-    squares = ((x.data - mean.reshape((1, -1) + (1,) * (x.ndim - 2))) ** 2).sum(axis=axes)
+    mean, squares = kernels_for(x.data).batch_norm_statistics(x.data)   # Σ (x − mean)²
     dof = count - 1 if unbiased_batch_var else count
     if running_mean is not None:
         running_mean.data *= 1 - momentum
