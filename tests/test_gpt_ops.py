@@ -637,3 +637,21 @@ def test_erf_op_matches_torch(torch):
 def test_erf_op_gradcheck_and_0d():
     assert gradcheck(tinynet.ops.erf, leaf(random(3, 4)))
     assert tuple(tinynet.ops.erf(leaf(0.3)).shape) == ()
+
+
+def test_unbind_of_a_permuted_view_gives_a_gradient_laid_out_as_the_view():
+    import numpy as np
+
+    import tinynet
+    base = tinynet.tensor(np.random.default_rng(0).standard_normal((2, 5, 3, 4, 6)),
+                          requires_grad=True)
+    view = base.permute(2, 0, 3, 1, 4)                    # a GPT's (3, B, heads, T, d)
+    q, k, v = view.unbind(0)
+    (q * 1.0 + k * 2.0 + v * 3.0).sum().backward()
+    assert base.grad.numpy().flags.c_contiguous         # no copy back through the permute
+    expected = np.broadcast_to(np.array([1.0, 2.0, 3.0])[None, None, :, None, None],
+                               base.shape)
+    np.testing.assert_array_equal(base.grad.numpy(), expected)
+    x = tinynet.tensor(np.ones((3, 2, 2)), requires_grad=True)
+    x.unbind(0)[1].sum().backward()                     # the unused slices get 0
+    np.testing.assert_array_equal(x.grad.numpy(), [[[0, 0]] * 2, [[1, 1]] * 2, [[0, 0]] * 2])

@@ -194,29 +194,41 @@ class Split(Function):
         return xp.concatenate(pieces, axis=axis), None, None
 
 
+def memory_order(x):
+    """x's axes from the slowest-varying in memory to the fastest."""
+    return sorted(range(x.ndim), key=lambda axis: -abs(x.strides[axis]))
+
+
+def empty_in_layout(xp, shape, dtype, order):
+    """An uninitialized array of ``shape`` whose axes lie in memory in ``order``
+    (:func:`memory_order` of another array): its gradient, laid out as it is."""
+    buffer = xp.empty([shape[axis] for axis in order], dtype)
+    return buffer.transpose([order.index(axis) for axis in range(len(shape))])
+
+
 class Unbind(Function):
-    """The slices ``x[..., i, ...]`` along ``axis``: one node, one output per slice."""
+    """The slices ``x[..., i, ...]`` along ``axis``: one node, one output per slice.
+
+    The backward writes the slices' gradients into an array laid out in memory
+    as x is: x is often a permuted view (a GPT's q, k and v of one product), and
+    its gradient then flows back through the permute and a reshape without a copy."""
 
     backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, axis):
-        ctx.meta = (x.shape, x.dtype, axis)
+        ctx.meta = (x.shape, x.dtype, axis, memory_order(x))
         return tuple(get_array_module(x).moveaxis(x, axis, 0))
 
     @staticmethod
     def backward(ctx, *grads):
-        shape, dtype, axis = ctx.meta
+        shape, dtype, axis, order = ctx.meta
         xp = get_array_module(*[g for g in grads if g is not None])
-        zero = None
-        slices = []
-        for g in grads:
-            if g is None:
-                if zero is None:
-                    zero = xp.zeros(shape[:axis] + shape[axis + 1:], dtype)
-                g = zero
-            slices.append(g)
-        return xp.stack(slices, axis=axis), None
+        out = empty_in_layout(xp, shape, dtype, order)
+        slices = xp.moveaxis(out, axis, 0)
+        for i, g in enumerate(grads):
+            slices[i] = 0 if g is None else g
+        return out, None
 
 
 class Stack(Function):
