@@ -8,7 +8,6 @@ independence of every norm but BatchNorm, and the reference kernels (group_norm
 on every kernel rung, CPU and, under Numba's simulator, CUDA).
 """
 import importlib
-import types
 
 import numba
 import numpy as np
@@ -461,12 +460,12 @@ def test_group_norm_op_on_the_cuda_rungs_matches_the_reference(rung, monkeypatch
     case = ((2, 4, 3, 1), 2)
     with tinynet.use_kernels("reference"):
         expected = group_norm_results(*case, np.float64)
-    cuda_table = types.SimpleNamespace(kernels=KernelTable("cuda", {}))
-    monkeypatch.setattr(norm_ops, "get_backend", lambda device: cuda_table)
+    cuda_table = KernelTable("cuda", {})
+    monkeypatch.setattr(norm_ops, "kernels_for", lambda array: cuda_table)
     with tinynet.use_kernels(rung.name):
         module, _, name = ladder.kernel_target("cuda", rung.name,
                                                "layer_norm_forward").partition(":")
-        assert cuda_table.kernels.layer_norm_forward is getattr(
+        assert cuda_table.layer_norm_forward is getattr(
             importlib.import_module(module), name)
         actual = group_norm_results(*case, np.float64)
     for what, a, e in zip(("y", "dx", "dweight", "dbias"), actual, expected, strict=True):

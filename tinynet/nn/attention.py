@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import creation
 from ..autograd import unbroadcast
-from ..backend import device_of, get_array_module, get_backend
+from ..backend import get_array_module, kernels_for
 from ..hyperparameters import check_count, check_real
 from ..ops.attention import ScaledDotProductAttention
 from ..tensor import Tensor
@@ -55,7 +55,7 @@ class _AttentionWithWeights(ScaledDotProductAttention):
             grad_kept = from_out if grad_kept is None else from_out + grad_kept
         if drop is not None:
             grad_kept = grad_kept * drop
-        kernels = get_backend(device_of(q)).kernels
+        kernels = kernels_for(q)
         grad_scores = kernels.attention_softmax_backward(grad_kept.copy(), weights, 1.0)
         grad_bias = None
         if bias_shape is not None and ctx.needs_input_grad(3):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd import Function, unbroadcast
-from ..backend import device_of, get_array_module, get_backend
+from ..backend import device_of, get_array_module, get_backend, kernels_for
 
 __all__ = ["ScaledDotProductAttention", "causal_bias", "scaled_dot_product_attention"]
 
@@ -54,7 +54,7 @@ class ScaledDotProductAttention(Function):
 
     @staticmethod
     def forward(ctx, q, k, v, bias, dropout_p, scale):
-        kernels = get_backend(device_of(q)).kernels
+        kernels = kernels_for(q)
         weights = kernels.attention_softmax_forward(q @ _swap(k), bias, scale)
         kept = weights
         drop = None
@@ -78,7 +78,7 @@ class ScaledDotProductAttention(Function):
         grad_weights = grad @ _swap(v)
         if drop is not None:
             grad_weights *= drop
-        kernels = get_backend(device_of(q)).kernels
+        kernels = kernels_for(q)
         grad_bias = None
         if bias_shape is not None and ctx.needs_input_grad(3):     # dM is dS unscaled
             grad_scores = kernels.attention_softmax_backward(grad_weights, weights, 1.0)

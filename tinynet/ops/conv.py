@@ -23,7 +23,7 @@ import math
 import numbers
 
 from ..autograd import Function
-from ..backend import device_of, get_array_module, get_backend
+from ..backend import get_array_module, kernels_for
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_arguments", "check_ranks"]
 
@@ -37,7 +37,7 @@ def im2col(xp, x, kernel, stride, padding, dilation, out_sizes=None):
     table: the spec in kernels/reference_conv.py, compiled loops on the CPU in
     kernels/cpu_conv.py (``xp`` is the array module of ``x``).
     """
-    return get_backend(device_of(x)).kernels.im2col(x, kernel, stride, padding, dilation,
+    return kernels_for(x).im2col(x, kernel, stride, padding, dilation,
                                                     out_sizes)
 
 
@@ -46,7 +46,7 @@ def col2im(xp, dcols, padded_shape, stride, dilation, padding, sizes):
     zeros of ``padded_shape`` (N, C, *padded) at the positions each column was
     read from (overlapping windows sum), then cropped to (N, C, *sizes) from
     each dim's ``before`` padding on. A kernel of the backend's table, as im2col."""
-    return get_backend(device_of(dcols)).kernels.col2im(dcols, padded_shape, stride,
+    return kernels_for(dcols).col2im(dcols, padded_shape, stride,
                                                         dilation, padding, sizes)
 
 

@@ -15,7 +15,7 @@ with g = dy · γ and m values sharing one mean::
 RMSNorm (Zhang & Sennrich, 2019) is LayerNorm without the mean: x̂ = x / rms(x),
 so its backward loses the mean(g) term. LayerNorm and RMSNorm run through the
 device's kernel table, whose NumPy reference is ``tinynet.kernels.reference``;
-BatchNorm through the kernels of ``tinynet.kernels.reference_batch_norm``.
+BatchNorm too, whose spec is ``tinynet.kernels.reference_batch_norm``.
 
 GroupNorm (Wu & He, 2018) is LayerNorm on other rows: sample n's channels split
 into G groups, and each group's C/G·H·W values are one row of the LayerNorm
@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 from ..autograd import Function
-from ..backend import device_of, get_array_module, get_backend
+from ..backend import get_array_module, kernels_for
 
 __all__ = ["LayerNormFunction", "RMSNormFunction", "GroupNormFunction", "BatchNormFunction"]
 
@@ -43,7 +43,7 @@ class LayerNormFunction(Function):
 
     @staticmethod
     def forward(ctx, x, gain, bias, size, eps):
-        kernels = get_backend(device_of(x)).kernels
+        kernels = kernels_for(x)
         xp = get_array_module(x)
         dtype = xp.result_type(*(a for a in (x, gain, bias) if a is not None))
         rows = xp.ascontiguousarray(x.reshape(-1, size), dtype=dtype)
@@ -59,7 +59,7 @@ class LayerNormFunction(Function):
     def backward(ctx, grad):
         rows, mean, rstd, gain = ctx.saved
         x_shape, gain_shape, bias_shape = ctx.shapes
-        kernels = get_backend(device_of(rows)).kernels
+        kernels = kernels_for(rows)
         grad_rows = get_array_module(grad).ascontiguousarray(grad.reshape(rows.shape))
         dx, dgain, dbias = kernels.layer_norm_backward(grad_rows, rows, mean, rstd, gain)
         return (dx.reshape(x_shape),
@@ -76,7 +76,7 @@ class RMSNormFunction(Function):
 
     @staticmethod
     def forward(ctx, x, gain, size, eps):
-        kernels = get_backend(device_of(x)).kernels
+        kernels = kernels_for(x)
         xp = get_array_module(x)
         dtype = xp.result_type(*(a for a in (x, gain) if a is not None))
         rows = xp.ascontiguousarray(x.reshape(-1, size), dtype=dtype)
@@ -90,7 +90,7 @@ class RMSNormFunction(Function):
     def backward(ctx, grad):
         rows, rstd, gain = ctx.saved
         x_shape, gain_shape = ctx.shapes
-        kernels = get_backend(device_of(rows)).kernels
+        kernels = kernels_for(rows)
         grad_rows = get_array_module(grad).ascontiguousarray(grad.reshape(rows.shape))
         dx, dgain = kernels.rms_norm_backward(grad_rows, rows, rstd, gain)
         return (dx.reshape(x_shape),
@@ -104,7 +104,7 @@ class GroupNormFunction(Function):
 
     @staticmethod
     def forward(ctx, x, gain, bias, groups, eps):
-        kernels = get_backend(device_of(x)).kernels
+        kernels = kernels_for(x)
         xp = get_array_module(x)
         dtype = xp.result_type(*(a for a in (x, gain, bias) if a is not None))
         n, channels = x.shape[:2]
@@ -122,7 +122,7 @@ class GroupNormFunction(Function):
     @staticmethod
     def backward(ctx, grad):
         rows, mean, rstd, x_hat, gain = ctx.saved
-        kernels = get_backend(device_of(rows)).kernels
+        kernels = kernels_for(rows)
         xp = get_array_module(grad)
         dy = grad.reshape(x_hat.shape)
         dgain = None if gain is None else (dy * x_hat).sum(axis=(0, 2))
@@ -148,7 +148,7 @@ class BatchNormFunction(Function):
 
     @staticmethod
     def forward(ctx, x, gain, bias, mean, var, eps, dof):
-        y, rstd = get_backend(device_of(x)).kernels.batch_norm_forward(x, gain, bias, mean,
+        y, rstd = kernels_for(x).batch_norm_forward(x, gain, bias, mean,
                                                                        var, eps)
         ctx.save_for_backward(x, mean.copy(), rstd, gain)   # mean may be a running buffer
         ctx.meta = (dof, bias is not None)
@@ -158,6 +158,6 @@ class BatchNormFunction(Function):
     def backward(ctx, grad):
         x, mean, rstd, gain = ctx.saved
         dof, has_bias = ctx.meta
-        dx, dgain, dbias = get_backend(device_of(x)).kernels.batch_norm_backward(
+        dx, dgain, dbias = kernels_for(x).batch_norm_backward(
             grad, x, mean, rstd, gain, has_bias, dof)
         return dx, dgain, dbias, None, None, None, None

@@ -43,7 +43,7 @@ import numbers
 import numpy as np
 
 from ..autograd import Function
-from ..backend import device_of, get_array_module, get_backend
+from ..backend import get_array_module, kernels_for
 from ..kernels.reference_pooling import crop, pad_windows, windows
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
@@ -126,7 +126,7 @@ class MaxPool(Function):
 
     @staticmethod
     def forward(ctx, x, kernel, stride, padding, dilation, out):
-        kernels = get_backend(device_of(x)).kernels
+        kernels = kernels_for(x)
         best, arg = kernels.max_pool_forward(x, kernel, stride, padding, dilation, out)
         ctx.save_for_backward(arg)
         ctx.meta = (x.shape, kernel, stride, padding, dilation, out)
@@ -135,7 +135,7 @@ class MaxPool(Function):
     @staticmethod
     def backward(ctx, grad):
         (arg,) = ctx.saved
-        kernels = get_backend(device_of(grad)).kernels
+        kernels = kernels_for(grad)
         return kernels.max_pool_backward(grad, arg, *ctx.meta)
 
 

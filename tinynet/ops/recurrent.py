@@ -19,7 +19,7 @@ dU = Σ_t da_tᵀ h_{t-1} for a_t = U h_{t-1}, instead of one small product per 
 from __future__ import annotations
 
 from ..autograd import Function
-from ..backend import device_of, get_array_module, get_backend
+from ..backend import get_array_module, kernels_for
 from .unary import sigmoid_array
 
 __all__ = ["LSTMCellUpdate", "LSTMOutput", "LSTMSequence"]
@@ -96,7 +96,7 @@ class LSTMSequence(Function):
     def forward(ctx, x_gates, h0, c0, weight_hh, hh_gain, hh_bias, cell_gain, cell_bias,
                 eps):
         xp = get_array_module(x_gates)
-        kernels = get_backend(device_of(x_gates)).kernels
+        kernels = kernels_for(x_gates)
         dtype = xp.result_type(*(a for a in (x_gates, h0, c0, weight_hh, hh_gain, hh_bias,
                                              cell_gain, cell_bias) if a is not None))
         x_gates, weight_hh, hh_gain, hh_bias, cell_gain, cell_bias = (
@@ -133,7 +133,7 @@ class LSTMSequence(Function):
     def backward(ctx, grad_hs, grad_c_last):
         hs, cs, weight_hh, hh_gain, cell_gain = ctx.saved
         xp = get_array_module(hs)
-        kernels = get_backend(device_of(hs)).kernels
+        kernels = kernels_for(hs)
         steps, layer_norm = len(ctx.steps), ctx.layer_norm
         batch, H = hs.shape[1:]
         d_gates = xp.empty((steps, batch, 4 * H), hs.dtype)     # dL/dz_t
