@@ -175,8 +175,8 @@ def _index_cross_entropy(input, target, weight, reduction, ignore_index, label_s
     else:                                   # (N, C, d1, ...) -> (N·d1···, C)
         logits = input.permute(0, *range(2, input.ndim), 1).reshape(-1, classes)
         flat = target.reshape(-1)
-    check_class_targets(logits.shape, flat, "cross_entropy", ignore_index)
-    ignore = ignore_index if bool((flat == ignore_index).any()) else None
+    ignored = check_class_targets(logits.shape, flat, "cross_entropy", ignore_index)
+    ignore = ignore_index if ignored else None
     weight = _constant("cross_entropy", "weight", weight, input)
     if weight is None:                      # the language models' path: one fused node
         loss = CrossEntropyFunction.apply(logits, flat, reduction, ignore)

@@ -22,9 +22,9 @@ BCE_GRAD_FLOOR = float(np.float32(1e-12))   # ... and p (1 - p) in its gradient 
                                             # (PyTorch's float EPSILON, also in float64)
 
 
-def check_class_targets(logits_shape, target, name, ignore_index=None):
+def check_class_targets(logits_shape, target, name, ignore_index=None) -> bool:
     """Targets must be integer class indices in [0, C), one per row (or
-    ``ignore_index``, when given)."""
+    ``ignore_index``, when given). Returns whether ``ignore_index`` occurs."""
     if not np.issubdtype(target.dtype, np.integer):
         raise ValueError(f"{name}: target must hold integer class indices, "
                          f"got dtype {target.dtype}")
@@ -32,14 +32,21 @@ def check_class_targets(logits_shape, target, name, ignore_index=None):
         raise ValueError(
             f"{name}: expected input of shape (N, C) and target of shape (N,), got "
             f"input {tuple(logits_shape)} and target {tuple(target.shape)}")
+    if not target.size:
+        return False
     classes = logits_shape[1]
-    if ignore_index is not None:
-        target = target[target != ignore_index]
-    if target.size and (int(target.min()) < 0 or int(target.max()) >= classes):
-        bad = as_numpy(target)[(as_numpy(target) < 0) | (as_numpy(target) >= classes)]
+    low, high = int(target.min()), int(target.max())
+    if 0 <= low and high < classes and not (ignore_index is not None
+                                            and low <= ignore_index <= high):
+        return False                        # all in range; ignore_index is not among them
+    ignored = ignore_index is not None and bool((target == ignore_index).any())
+    kept = target[target != ignore_index] if ignored else target
+    if kept.size and (int(kept.min()) < 0 or int(kept.max()) >= classes):
+        bad = as_numpy(kept)[(as_numpy(kept) < 0) | (as_numpy(kept) >= classes)]
         raise ValueError(
             f"{name}: target value {int(bad[0])} is out of range for {classes} classes "
             f"(expected 0 <= target < {classes})")
+    return ignored
 
 
 @no_fp_warnings
