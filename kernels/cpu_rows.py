@@ -1,5 +1,5 @@
-"""Softmax, log-softmax, the cross-entropy's log-normalizer and row sums on the
-CPU: compiled loops over the rows of the last axis, in float32.
+"""Softmax, log-softmax, the cross-entropy and row sums on the CPU: compiled
+loops over the rows of the last axis, in float32.
 
 NumPy's softmax is five passes over the array (max, subtract, exp, sum,
 divide), and its max and sum along a short last axis (65 classes, 64 keys)
@@ -25,7 +25,7 @@ from . import reference
 from .cpu_pointwise import compiled, exp32
 
 __all__ = ["softmax_forward", "softmax_backward", "log_softmax_forward",
-           "log_softmax_backward", "log_sum_exp_rows", "cross_entropy_backward",
+           "log_softmax_backward", "cross_entropy_forward", "cross_entropy_backward",
            "sum_last_axis", "row_sum", "row_max"]
 
 _LOOP = dict(cache=True, error_model="numpy", fastmath={"contract"})
@@ -115,18 +115,22 @@ def _log_softmax_backward_loop(grad, y, dx):
 
 
 @njit(**_LOOP)
-def _log_sum_exp_loop(x, scratch, log_norm):
-    for i in range(x.shape[0]):
-        peak = row_max(x, i)
-        log_norm[i] = _F(math.log(_exp_shifted(x, i, peak, scratch, 0))) + peak
+def _cross_entropy_loop(logits, target, losses, probs):
+    for i in range(logits.shape[0]):
+        peak = row_max(logits, i)
+        total = _exp_shifted(logits, i, peak, probs, i)
+        losses[i] = (_F(math.log(total)) + peak) - logits[i, target[i]]
+        inverse = _F(1) / total
+        for j in range(probs.shape[1]):
+            probs[i, j] *= inverse
 
 
 @njit(**_LOOP)
-def _cross_entropy_backward_loop(logits, log_norm, scale, target, dlogits):
-    for i in range(logits.shape[0]):
-        s, shift = scale[i], log_norm[i]
-        for j in range(logits.shape[1]):
-            dlogits[i, j] = exp32(logits[i, j] - shift) * s
+def _cross_entropy_backward_loop(probs, scale, target, dlogits):
+    for i in range(probs.shape[0]):
+        s = scale[i]
+        for j in range(probs.shape[1]):
+            dlogits[i, j] = probs[i, j] * s
         dlogits[i, target[i]] -= s
 
 
@@ -180,25 +184,26 @@ def log_softmax_backward(grad, y, axis):
     return dx
 
 
-def log_sum_exp_rows(logits):
-    """log Σ_j e^(z_ij) of each row of (N, C) logits, as an (N, 1) array."""
+def cross_entropy_forward(logits, target):
+    """``(losses, probs)``: log Σ_j e^(z_ij) − z_i[t_i] for each row of (N, C)
+    logits, and the softmax, which the backward scales."""
     if not (compiled(logits) and logits.ndim == 2 and logits.size):
-        return reference.log_sum_exp_rows(logits)
-    log_norm = np.empty((logits.shape[0], 1), _F)
-    _log_sum_exp_loop(logits, np.empty((1, logits.shape[1]), _F), log_norm[:, 0])
-    return log_norm
+        return reference.cross_entropy_forward(logits, target)
+    losses, probs = np.empty(logits.shape[0], _F), np.empty_like(logits)
+    _cross_entropy_loop(logits, np.ascontiguousarray(target, dtype=np.intp), losses, probs)
+    return losses, probs
 
 
-def cross_entropy_backward(logits, log_norm, scale, target):
+def cross_entropy_backward(probs, scale, target):
     """softmax(z) · s − s at each row's target: the cross-entropy's gradient with
     each row's factor ``s`` (an (N,) array, or 0-d for one factor for all)."""
-    if not (compiled(logits) and compiled(log_norm) and logits.ndim == 2 and logits.size
+    if not (compiled(probs) and probs.ndim == 2 and probs.size
             and isinstance(scale, (np.ndarray, np.float32)) and scale.dtype == _F):
-        return reference.cross_entropy_backward(logits, log_norm, scale, target)
-    dlogits = np.empty_like(logits)
-    scale = np.ascontiguousarray(np.broadcast_to(scale, logits.shape[:1]))
-    _cross_entropy_backward_loop(logits, log_norm[:, 0], scale,
-                                 np.ascontiguousarray(target, dtype=np.intp), dlogits)
+        return reference.cross_entropy_backward(probs, scale, target)
+    dlogits = np.empty_like(probs)
+    scale = np.ascontiguousarray(np.broadcast_to(scale, probs.shape[:1]))
+    _cross_entropy_backward_loop(probs, scale, np.ascontiguousarray(target, dtype=np.intp),
+                                 dlogits)
     return dlogits
 
 

@@ -36,7 +36,7 @@ __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms
            "attention_softmax_backward", "sigmoid_forward", "sigmoid_backward", "silu_forward",
            "silu_backward", "tanh_backward", "relu_forward", "relu_backward",
            "gelu_tanh_forward", "gelu_tanh_backward", "softmax_forward", "softmax_backward",
-           "log_softmax_forward", "log_softmax_backward", "log_sum_exp_rows",
+           "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
            "cross_entropy_backward", "sum_last_axis"]
 
 SQRT_HALF = math.sqrt(0.5)
@@ -306,21 +306,23 @@ def log_softmax_backward(grad, y, axis):
     return grad - get_array_module(y).exp(y) * grad.sum(axis=axis, keepdims=True)
 
 
-def log_sum_exp_rows(logits):
-    """log Σ_j e^(z_ij) for each row of (N, C) logits, shifted by the row's
-    maximum; an (N, 1) array."""
+def cross_entropy_forward(logits, target):
+    """``(losses, probs)`` of (N, C) logits and N class indices: losses_i =
+    log Σ_j e^(z_ij) − z_i[t_i], the log-normalizer shifted by the row's maximum,
+    and probs = softmax(z) = e^(z − log Σ e^z), which the backward needs."""
     xp = get_array_module(logits)
     shift = logits.max(axis=1, keepdims=True)
-    return xp.log(xp.exp(logits - shift).sum(axis=1, keepdims=True)) + shift
+    log_norm = xp.log(xp.exp(logits - shift).sum(axis=1, keepdims=True)) + shift
+    losses = log_norm[:, 0] - logits[xp.arange(logits.shape[0]), target]
+    return losses, xp.exp(logits - log_norm)
 
 
-def cross_entropy_backward(logits, log_norm, scale, target):
-    """softmax(z) · s − s at each row's target, in PyTorch's order (log-softmax's
+def cross_entropy_backward(probs, scale, target):
+    """softmax · s − s at each row's target, in PyTorch's order (log-softmax's
     backward g − softmax · Σg of the NLL's g = −s there); ``scale`` is (N,) or 0-d."""
-    xp = get_array_module(logits)
-    dlogits = xp.exp(logits - log_norm)
-    dlogits *= scale[:, None] if scale.ndim else scale
-    dlogits[xp.arange(logits.shape[0]), target] -= scale
+    xp = get_array_module(probs)
+    dlogits = probs * (scale[:, None] if scale.ndim else scale)
+    dlogits[xp.arange(probs.shape[0]), target] -= scale
     return dlogits
 
 

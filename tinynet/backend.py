@@ -151,7 +151,7 @@ FUSED_KERNELS = {
                "silu_forward", "silu_backward", "tanh_backward", "relu_forward",
                "relu_backward", "gelu_tanh_forward", "gelu_tanh_backward"),
     **_kernels("cpu_rows", "reference", "softmax_forward", "softmax_backward",
-               "log_softmax_forward", "log_softmax_backward", "log_sum_exp_rows",
+               "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
                "cross_entropy_backward", "sum_last_axis"),
     **_kernels("cpu_pooling", "reference_pooling", "max_pool_forward", "max_pool_backward"),
     **_kernels("cpu_batch_norm", "reference_batch_norm", "batch_norm_statistics",

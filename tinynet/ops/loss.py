@@ -52,6 +52,8 @@ def check_class_targets(logits_shape, target, name, ignore_index=None) -> bool:
 @no_fp_warnings
 class CrossEntropyFunction(Function):
     """loss_i = logsumexp(z_i) − z_i[t_i]; d loss_i / d z_i = softmax(z_i) − onehot(t_i).
+    The device's ``cross_entropy_forward`` gives both the losses and the softmax,
+    which the backward scales.
 
     Rows whose target is ``ignore_index`` have loss 0 and no gradient, and the
     mean is over the other rows (NaN if there are none, as PyTorch).
@@ -61,16 +63,16 @@ class CrossEntropyFunction(Function):
     kept, as PyTorch's ``nll_loss``.
     """
 
+    backward_reads_inputs = False           # it reads the softmax the forward kept
+
     @staticmethod
     def forward(ctx, logits, target, reduction, ignore_index=None, weight=None):
         xp = get_array_module(logits)
-        log_norm = kernels_for(logits).log_sum_exp_rows(logits)
-        rows = xp.arange(logits.shape[0])
         kept = None
         if ignore_index is not None:
             kept = target != ignore_index
             target = xp.where(kept, target, 0)
-        losses = log_norm[:, 0] - logits[rows, target]
+        losses, probs = kernels_for(logits).cross_entropy_forward(logits, target)
         row_weight = kept
         if weight is not None:
             row_weight = weight[target] if kept is None else xp.where(kept, weight[target], 0)
@@ -78,7 +80,7 @@ class CrossEntropyFunction(Function):
         if kept is not None:
             losses = zero_where(~kept, losses)     # 0 even where the row's logits are inf/NaN
         count = logits.shape[0] if row_weight is None else row_weight.sum()
-        ctx.save_for_backward(logits, log_norm, target, kept, row_weight)
+        ctx.save_for_backward(probs, target, kept, row_weight)
         ctx.meta = (reduction, count, weight is not None)
         if reduction == "mean":
             return losses.sum() / (count if weight is not None else losses.dtype.type(count))
@@ -88,7 +90,7 @@ class CrossEntropyFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        logits, log_norm, target, kept, row_weight = ctx.saved
+        probs, target, kept, row_weight = ctx.saved
         reduction, count, weighted = ctx.meta
         if reduction == "mean":
             scale = grad / (count if weighted else grad.dtype.type(max(int(count), 1)))
@@ -98,7 +100,7 @@ class CrossEntropyFunction(Function):
             scale = scale * row_weight          # (PyTorch's log-softmax backward then
             if kept is not None:                # gives them 0 · softmax: NaN only
                 scale = zero_where(~kept, scale)    # where the softmax is)
-        dlogits = kernels_for(logits).cross_entropy_backward(logits, log_norm, scale, target)
+        dlogits = kernels_for(probs).cross_entropy_backward(probs, scale, target)
         return (dlogits, None, None, None) + ((None,) if weighted else ())
 
 
