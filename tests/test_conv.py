@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conv_compare import compare_with_torch
 
 import tinynet
 from tinynet import nn
@@ -35,29 +36,8 @@ def ours_f(dims):
 
 def compare_functional(dims, x_np, w_np, b_np, dy_seed=1, tol=TOL64, **kwargs):
     """F.conv{dims}d against torch on the same arrays: output and every gradient."""
-    ours = [None if a is None else tinynet.tensor(a, requires_grad=True)
-            for a in (x_np, w_np, b_np)]
-    theirs = [None if a is None else torch.tensor(a, requires_grad=True)
-              for a in (x_np, w_np, b_np)]
-    with warnings.catch_warnings():
-        # torch warns that 'same' with an even kernel copies the input; so do we
-        warnings.simplefilter("ignore", UserWarning)
-        yt = torch_f(dims)(*theirs, **kwargs)
-    y = ours_f(dims)(*ours, **kwargs)
-    assert tuple(y.shape) == tuple(yt.shape)
-    assert y.dtype == x_np.dtype
-    np.testing.assert_allclose(y.numpy(), yt.detach().numpy(), err_msg="output", **tol)
-    dy = np.random.default_rng(dy_seed).standard_normal(tuple(yt.shape)).astype(x_np.dtype)
-    (y * tinynet.tensor(dy)).sum().backward()
-    yt.backward(torch.tensor(dy))
-    for name, a, t in zip(("input", "weight", "bias"), ours, theirs, strict=True):
-        if a is None:
-            continue
-        assert a.grad is not None, name
-        assert a.grad.shape == tuple(t.shape) and a.grad.dtype == a.dtype, name
-        np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), err_msg=f"d {name}",
-                                   **tol)
-    return y
+    return compare_with_torch(torch, ours_f(dims), torch_f(dims), x_np, w_np, b_np, dy_seed,
+                              tol, **kwargs)
 
 
 def arrays(batch, channels, out_channels, size, kernel, groups=1, bias=True, seed=0,
