@@ -26,7 +26,7 @@ from .cpu_pointwise import compiled, exp32
 
 __all__ = ["softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "cross_entropy_forward", "cross_entropy_backward",
-           "sum_last_axis", "row_sum", "row_max"]
+           "sum_last_axis", "row_sum", "row_max", "as_rows"]
 
 _LOOP = dict(cache=True, error_model="numpy", fastmath={"contract"})
 _INLINE = dict(inline="always", error_model="numpy", fastmath={"contract"})
@@ -140,48 +140,32 @@ def _row_sums(x, out):
         out[i] = row_sum(x, i)
 
 
-def _last_axis(x, axis) -> bool:
-    return axis == x.ndim - 1 and x.size > 0
-
-
-def _rows(a):
+def as_rows(a):
+    """The rows of ``a``, a C-ordered array, as a 2-D view."""
     return a.reshape(-1, a.shape[-1])
 
 
-def softmax_forward(x, axis):
-    """softmax(x) along ``axis``, shifted by the maximum."""
-    if not (compiled(x) and _last_axis(x, axis)):
-        return reference.softmax_forward(x, axis)
-    y = np.empty_like(x)
-    _softmax_loop(_rows(x), _rows(y))
-    return y
+def _along_rows(loop, fallback):
+    """The kernel ``(*arrays, axis)`` that runs ``loop`` on the arrays' rows, and a
+    new output's, when :func:`compiled` takes them and ``axis`` is the last, and
+    ``fallback`` (kernels/reference.py) otherwise (the pattern of cpu_pointwise)."""
+    def kernel(*arrays_and_axis):
+        *arrays, axis = arrays_and_axis
+        first = arrays[0]
+        if not (compiled(*arrays) and axis == first.ndim - 1 and first.size):
+            return fallback(*arrays_and_axis)
+        out = np.empty_like(first)
+        loop(*(as_rows(a) for a in arrays), as_rows(out))
+        return out
+    kernel.__name__ = fallback.__name__
+    kernel.__doc__ = fallback.__doc__
+    return kernel
 
 
-def softmax_backward(grad, y, axis):
-    """y ∘ (g − Σ g ∘ y) along ``axis``."""
-    if not (compiled(grad, y) and _last_axis(y, axis)):
-        return reference.softmax_backward(grad, y, axis)
-    dx = np.empty_like(y)
-    _softmax_backward_loop(_rows(grad), _rows(y), _rows(dx))
-    return dx
-
-
-def log_softmax_forward(x, axis):
-    """x − max − log Σ e^(x − max) along ``axis``."""
-    if not (compiled(x) and _last_axis(x, axis)):
-        return reference.log_softmax_forward(x, axis)
-    y = np.empty_like(x)
-    _log_softmax_loop(_rows(x), _rows(y))
-    return y
-
-
-def log_softmax_backward(grad, y, axis):
-    """g − e^y Σ g along ``axis``."""
-    if not (compiled(grad, y) and _last_axis(y, axis)):
-        return reference.log_softmax_backward(grad, y, axis)
-    dx = np.empty_like(y)
-    _log_softmax_backward_loop(_rows(grad), _rows(y), _rows(dx))
-    return dx
+softmax_forward = _along_rows(_softmax_loop, reference.softmax_forward)
+softmax_backward = _along_rows(_softmax_backward_loop, reference.softmax_backward)
+log_softmax_forward = _along_rows(_log_softmax_loop, reference.log_softmax_forward)
+log_softmax_backward = _along_rows(_log_softmax_backward_loop, reference.log_softmax_backward)
 
 
 def cross_entropy_forward(logits, target):
@@ -212,5 +196,5 @@ def sum_last_axis(x):
     if not (compiled(x) and x.ndim > 0 and x.size):
         return reference.sum_last_axis(x)
     out = np.empty(x.shape[:-1], _F)
-    _row_sums(_rows(x), out.reshape(-1))
+    _row_sums(as_rows(x), out.reshape(-1))
     return out

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from .cpu_pointwise import exp32
-from .cpu_rows import row_max, row_sum
+from .cpu_rows import as_rows, row_max, row_sum
 
 __all__ = ["attention_softmax_forward", "attention_softmax_backward"]
 
@@ -86,11 +86,6 @@ def _backward_rows(grad_rows, weight_rows, scale):
             grad[j] = scale * (grad[j] - weight[j] * total)
 
 
-def _rows(a):
-    """The rows of ``a``, a C-ordered array, as a 2-D view."""
-    return a.reshape(-1, a.shape[-1])
-
-
 def attention_softmax_forward(scores, bias, scale):
     """P = softmax(scale · scores + bias) over the last axis, written into ``scores``
     (into a C-ordered copy if it is not C-ordered: a product's result may not be)."""
@@ -106,7 +101,7 @@ def attention_softmax_forward(scores, bias, scale):
         bias_rows = np.ascontiguousarray(np.broadcast_to(
             bias.reshape(bias.shape[-2:]) if bias.ndim > 2 else bias, (queries, keys)),
             dtype=scores.dtype)
-    rows = _rows(scores)
+    rows = as_rows(scores)
     if rows.dtype == np.float32 and rows.size:
         _softmax_rows_float32(rows, bias_rows, np.float32(scale))
         return scores
@@ -121,5 +116,5 @@ def attention_softmax_backward(grad_weights, weights, scale):
     into a C-ordered copy)."""
     grad_weights = np.ascontiguousarray(grad_weights)
     weights = np.ascontiguousarray(weights)
-    _backward_rows(_rows(grad_weights), _rows(weights), grad_weights.dtype.type(scale))
+    _backward_rows(as_rows(grad_weights), as_rows(weights), grad_weights.dtype.type(scale))
     return grad_weights
