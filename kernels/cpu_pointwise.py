@@ -21,8 +21,6 @@ x σ(2u), which has no cancellation for negative u and needs only the exponentia
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
@@ -38,8 +36,8 @@ _LOG2E, _LN2_HIGH, _LN2_LOW = _F(1.4426950408889634), _F(0.693359375), _F(-2.121
 _EXP_LOW, _EXP_HIGH = _F(-87.3), _F(88.7)
 _C1, _C2, _C3, _C4, _C5, _C6 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3),
                                 _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1))
-_SQRT_TWO_OVER_PI = _F(math.sqrt(2.0 / math.pi))
-_GELU_CUBIC = _F(0.044715)
+_SQRT_TWO_OVER_PI = _F(reference.SQRT_TWO_OVER_PI)
+_GELU_CUBIC = _F(reference.GELU_TANH_CUBIC)
 
 
 @njit(inline="always", error_model="numpy", fastmath={"contract"})
