@@ -10,10 +10,12 @@ erf is the C library's, one call per element that no compiler vectorizes
 * **a vectorizable erf for float32.** erf(x) ≈ x P(x²) / Q(x²), a rational
   function of degree 13 / 8 on [−4, 4] (beyond, erf = ±1 in float32): nothing
   but multiplies, adds and one divide, which the compiler turns into SIMD
-  code. The coefficients are Eigen's ``generic_fast_erf_float``; evaluated in
-  float64, its error is below 6.5e-8 (and 6.5e-8 relative), at most 1.1 float32
-  ulp of erf (PyTorch's own float32 erf on the CPU, Abramowitz & Stegun's 7.1.26,
-  is good to 1.5e-7).
+  code. The coefficients are Eigen's ``generic_fast_erf_float``, evaluated in
+  float32 as Eigen does, eight lanes at a time: within 3.5e-7 of erf (at most
+  5.5 float32 ulp). In float64 arithmetic it would be good to 6.5e-8, but the
+  float64 divide runs at a quarter of the speed and made the forward 3.5 times
+  slower. The GELU it gives is within 1e-6 of the float64 GELU, closer than
+  PyTorch's own float32 GELU on the CPU (1.2e-6 on the same inputs).
   float64 keeps the C library's erf, exact to the last bits, which the
   float64 comparisons with PyTorch rely on.
 
@@ -30,34 +32,35 @@ from numba import njit
 from .cpu_pointwise import exp32
 from .reference import ONE_OVER_SQRT_TWO_PI, SQRT_HALF
 
-__all__ = ["gelu_forward", "gelu_backward", "rational_erf"]
+__all__ = ["gelu_forward", "gelu_backward", "erf32"]
 
-_A0, _A1, _A2, _A3, _A4, _A5, _A6 = (
+_A0, _A1, _A2, _A3, _A4, _A5, _A6 = (np.float32(a) for a in (
     -1.60960333262415e-02, -2.95459980854025e-03, -7.34990630326855e-04,
     -5.69250639462346e-05, -2.10102402082508e-06, 2.77068142495902e-08,
-    -2.72614225801306e-10)
-_B0, _B1, _B2, _B3, _B4 = (
+    -2.72614225801306e-10))
+_B0, _B1, _B2, _B3, _B4 = (np.float32(b) for b in (
     -1.42647390514189e-02, -7.37332916720468e-03, -1.68282697438203e-03,
-    -2.13374055278905e-04, -1.45660718464996e-05)
+    -2.13374055278905e-04, -1.45660718464996e-05))
+_FOUR, _ONE, _HALF = np.float32(4), np.float32(1), np.float32(0.5)
+_SQRT_HALF32 = np.float32(SQRT_HALF)
 
 
 @njit(inline="always", error_model="numpy")
-def rational_erf(x):
-    """erf(x) to float32 accuracy: x P(x²)/Q(x²), x clamped to [−4, 4]."""
-    x = min(max(x, -4.0), 4.0)
+def erf32(x):
+    """erf(x) of a float32, in float32: x P(x²)/Q(x²), x clamped to [−4, 4]."""
+    x = min(max(x, -_FOUR), _FOUR)
     s = x * x
     p = ((((((_A6 * s + _A5) * s + _A4) * s + _A3) * s + _A2) * s + _A1) * s + _A0) * x
     q = (((_B4 * s + _B3) * s + _B2) * s + _B1) * s + _B0
     return p / q
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", fastmath={"contract"})
 def _forward_float32(x, y, cdf):
     for i in range(x.size):
-        w = np.float64(x[i])
-        c = 0.5 * (1.0 + rational_erf(w * SQRT_HALF))
+        c = _HALF * (_ONE + erf32(x[i] * _SQRT_HALF32))
         cdf[i] = c
-        y[i] = w * c
+        y[i] = x[i] * c
 
 
 @njit(cache=True, error_model="numpy")

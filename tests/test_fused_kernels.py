@@ -32,11 +32,22 @@ def test_gelu_float32_is_within_float32_accuracy_of_the_float64_reference(shape)
     y, cdf = cpu_gelu.gelu_forward(x)
     assert y.dtype == cdf.dtype == np.float32 and y.shape == x.shape
     ref_y, ref_cdf = reference.gelu_forward(x.astype(np.float64))
-    np.testing.assert_allclose(y, ref_y, rtol=2e-7, atol=3e-7)
+    # For x < -4, Φ(x) = (1 + erf)/2 with erf near -1 has float32's absolute accuracy
+    # only, as in PyTorch's float32 GELU.
+    np.testing.assert_allclose(y, ref_y, rtol=4e-7, atol=1e-6)
     dx = cpu_gelu.gelu_backward(grad, x, cdf)
     assert dx.dtype == np.float32
     ref_dx = reference.gelu_backward(grad.astype(np.float64), x.astype(np.float64), ref_cdf)
     np.testing.assert_allclose(dx, ref_dx, rtol=1e-6, atol=1e-6)
+
+
+def test_gelu_float32_is_no_less_accurate_than_torchs():
+    torch = pytest.importorskip("torch")
+    x = np.linspace(-8, 8, 400001, dtype=np.float32)
+    exact = reference.gelu_forward(x.astype(np.float64))[0]
+    ours = np.abs(cpu_gelu.gelu_forward(x)[0] - exact).max()
+    theirs = np.abs(torch.nn.functional.gelu(torch.from_numpy(x)).numpy() - exact).max()
+    assert ours <= theirs and ours < 1e-6
 
 
 def test_gelu_kernels_take_strided_inputs():
@@ -48,16 +59,16 @@ def test_gelu_kernels_take_strided_inputs():
                                                            for a in (x, x, cdf))))
 
 
-def test_rational_erf_is_within_float32_accuracy_of_the_c_library():
+def test_erf32_is_within_float32_accuracy_of_the_c_library():
     x = np.concatenate([np.linspace(-6, 6, 20001), [0.0, -0.0, 1e-30, 3.99, 4.0, 4.01, 30.0]])
-    ours = np.array([cpu_gelu.rational_erf(v) for v in x])
-    exact = np.array([math.erf(v) for v in x])
+    ours = np.array([cpu_gelu.erf32(np.float32(v)) for v in x], dtype=np.float64)
+    exact = np.array([math.erf(np.float32(v)) for v in x])
     error = np.abs(ours - exact)
-    assert error.max() < 6.5e-8
-    assert (error <= 6.5e-8 * np.abs(exact)).all()      # relative, too: exact near 0
+    assert error.max() < 4.2e-7
+    assert (error <= 4.2e-7 * np.abs(exact)).all()      # relative, too: exact near 0
     ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
-    assert (error <= 1.1 * ulp).all()
-    assert ours[x >= 4].tolist() == pytest.approx([1.0] * int((x >= 4).sum()), abs=1e-7)
+    assert (error <= 7.1 * ulp).all()
+    assert ours[x >= 4].tolist() == [1.0] * int((x >= 4).sum())
 
 
 def masks(shape):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..autograd import Function, unbroadcast
+from ..backend import get_array_module
 from .elementwise import operand
 
 __all__ = ["matmul", "linear"]
@@ -89,7 +90,10 @@ class Linear(Function):
         if ctx.needs_input_grad(0):      # one 2-D product: NumPy loops a 3-D one over its batch
             grad_x = (grad2 @ weight).reshape(x.shape)
         grad_w = grad2.T @ x.reshape(-1, x.shape[-1]) if ctx.needs_input_grad(1) else None
-        grad_b = grad2.sum(axis=0) if ctx.has_bias and ctx.needs_input_grad(2) else None
+        grad_b = None
+        if ctx.has_bias and ctx.needs_input_grad(2):
+            # Σ_rows dy as 1ᵀ dy: BLAS's matrix-vector product is 2-4x faster than sum(axis=0)
+            grad_b = get_array_module(grad2).ones(grad2.shape[0], grad2.dtype) @ grad2
         return grad_x, grad_w, grad_b
 
 
