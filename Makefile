@@ -80,7 +80,7 @@ experiments-gpt: venv
 	$(PY) examples/char_lm.py --seed 1339 --out $(RUNS)/gpt-seed1339 --no-progress
 	$(PY) examples/gpt_report.py --runs $(RUNS) --page docs/transformers.md
 
-# The four grids take about an hour; each is resumable, and a finished one is not rerun.
+# The four grids take some 50 minutes; each is resumable, and a finished one is not rerun.
 experiments-transformers: venv
 	$(PY) examples/char_lm_sweep.py --preset placement --out $(RUNS)/exp-placement
 	$(PY) examples/char_lm_sweep.py --preset norm --out $(RUNS)/exp-norm
