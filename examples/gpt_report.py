@@ -27,7 +27,8 @@ Three blocks, between ``<!-- gpt_report: NAME -->`` and ``<!-- /gpt_report: NAME
     initialisation and with Xavier on the block matrices; and with Xavier, the
     last block's ``c_fc`` gradient at 8 layers over that at 2 (Xiong et al.'s
     Theorem 1), in a block of its own, ``grad-depth``. Each cell is the range over the
-    seeds.
+    seeds. ``FIGURES/grad_norms.png`` draws each block's gradient norm at 6 and 12
+    layers, both placements and both initialisations.
 
 A block without its markers on the page is printed instead; a missing run is
 reported and its block left as it is. ``make experiments-gpt`` trains the three
@@ -164,13 +165,47 @@ def gradient_norms(placement: str, seed: int, n_layer: int = LAYERS, init: str =
     return parameter_grad_norms(model)
 
 
+def block_norms(norms: dict, n_layer: int = LAYERS) -> list[float]:
+    """The gradient norm of each block's matrices together (its norms' weights left out)."""
+    return [math.sqrt(sum(v * v for k, v in norms.items()
+                          if k.startswith(f"transformer.h.{i}.") and k.endswith(".weight")
+                          and ".ln_" not in k)) for i in range(n_layer)]
+
+
 def depth_ratios(norms: dict, n_layer: int = LAYERS) -> tuple[float, float]:
     """Mean of the last two blocks over the first two: for c_fc, and for all matrices."""
     c_fc = [norms[f"transformer.h.{i}.mlp.c_fc.weight"] for i in range(n_layer)]
-    matrices = [math.sqrt(sum(v * v for k, v in norms.items()
-                              if k.startswith(f"transformer.h.{i}.") and k.endswith(".weight")
-                              and ".ln_" not in k)) for i in range(n_layer)]
-    return tuple(float(np.mean(v[-2:]) / np.mean(v[:2])) for v in (c_fc, matrices))
+    return tuple(float(np.mean(v[-2:]) / np.mean(v[:2]))
+                 for v in (c_fc, block_norms(norms, n_layer)))
+
+
+def plot_block_norms(path: str, seeds=GRAD_SEEDS) -> None:
+    """Gradient norm against block, Post-LN and Pre-LN at 6 and 12 layers, mean over
+    ``seeds``: a panel for GPT-2's initialisation, one for Xavier's."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tinynet.serialization import atomic_write
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for axis, (init, title) in zip(axes, (("gpt2", "GPT-2's initialisation"),
+                                          ("xavier", "Xavier on the block matrices")),
+                                   strict=True):
+        for colour, placement in (("C3", "post"), ("C0", "pre")):
+            for style, n_layer in (("-", 6), ("--", 12)):
+                norms = np.mean([block_norms(gradient_norms(placement, s, n_layer, init),
+                                             n_layer) for s in seeds], axis=0)
+                axis.plot(range(n_layer), norms, style, color=colour, marker=".",
+                          label=f"{placement}-LN, {n_layer} layers")
+        axis.set(xlabel="block (0: next to the embedding)", ylabel="gradient norm",
+                 title=title, yscale="log")
+        axis.legend(fontsize=7)
+    figure.suptitle(f"Gradient norms at initialisation, mean over seeds {seeds[0]}–{seeds[-1]}",
+                    fontsize=10)
+    figure.tight_layout()
+    with atomic_write(path, "wb") as f:
+        figure.savefig(f, format="png", dpi=120)
+    plt.close(figure)
 
 
 def _range(values) -> str:
@@ -225,6 +260,7 @@ def main(argv=None) -> int:
         blocks["losses"] = "\n" + table + "".join(f"\n\n*{n}*" for n in notes) + "\n"
     for name, text in grad_norms_blocks(args.grad_seeds).items():
         blocks[name] = "\n" + text + "\n"
+    plot_block_norms(os.path.join(args.figures, "grad_norms.png"), args.grad_seeds)
     for name in page_blocks.rewrite_page(args.page, TAG, blocks):
         print(f"{name}: table in {args.page}")
     return 0

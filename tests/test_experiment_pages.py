@@ -344,6 +344,8 @@ def gpt_runs(tmp_path, monkeypatch):
     page.write_text(GPT_PAGE)
     monkeypatch.setattr(gpt_report, "grad_norms_blocks",
                         lambda seeds: {"grad-norms": "| a |\n|---|\n| b |", "grad-depth": "x"})
+    monkeypatch.setattr(gpt_report, "plot_block_norms",
+                        lambda path, seeds: open(path, "wb").write(PNG))
     return runs, figures, page, ["--runs", str(runs), "--page", str(page),
                                  "--figures", str(figures)]
 
@@ -367,6 +369,7 @@ def test_gpt_losses_table_from_fake_runs(gpt_runs, capsys, monkeypatch):
                                                "1.905 (0.007)"]
     assert "*no run of seed 1339" in losses and "no last.npz for seed 1337, 1338" in out
     assert (figures / "gpt_curves.png").read_bytes()[:8] == PNG
+    assert (figures / "grad_norms.png").read_bytes()[:8] == PNG
     grad = page_blocks.block_text(text, "gpt_report", "grad-norms")
     assert grad == "\n\n| a |\n|---|\n| b |\n\n"
     assert "has no <!-- gpt_report: grad-depth --> markers" in out
@@ -374,6 +377,12 @@ def test_gpt_losses_table_from_fake_runs(gpt_runs, capsys, monkeypatch):
     assert text.endswith("\n\nThe end.\n") and "old" not in text
     assert gpt_report.main(argv) == 0                     # regenerated: the same page
     assert page.read_text() == text
+
+
+def test_gradient_norm_figure_is_drawn_from_the_models(tmp_path):
+    path = tmp_path / "grad_norms.png"
+    gpt_report.plot_block_norms(str(path), seeds=(0,))
+    assert path.read_bytes()[:8] == PNG and path.stat().st_size > 10_000
 
 
 def test_gpt_fixed_batch_losses_and_missing_data(gpt_runs, monkeypatch, capsys):
