@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import math
 import os
 import statistics
@@ -145,6 +146,7 @@ def losses_block(runs: str, figures: str, data: str | None,
 
 # ---------------------------------------------------- gradient norms at initialisation
 
+@functools.cache          # the tables and the figure ask for the same models
 def gradient_norms(placement: str, seed: int, n_layer: int = LAYERS, init: str = "gpt2"):
     """Each parameter's gradient norm after one backward of the loss on a random batch."""
     import tinynet
@@ -218,7 +220,7 @@ def grad_norms_blocks(seeds=GRAD_SEEDS) -> dict[str, str]:
     cells = []
     for init in ("gpt2", "xavier"):
         for placement in ("post", "pre"):
-            ratios = [depth_ratios(gradient_norms(placement, s, init=init)) for s in seeds]
+            ratios = [depth_ratios(gradient_norms(placement, s, LAYERS, init)) for s in seeds]
             name = "GPT-2's (the model's own)" if (init, placement) == ("gpt2", "post") \
                 else init_names[init]
             cells.append([name, placement, _range([r[0] for r in ratios]),
