@@ -10,7 +10,9 @@ kernel form one column of a matrix ``cols`` with C·k₁·k₂… rows (see
 of the zero-padded x. im2col takes a *strided view* of the padded input and
 copies it once; col2im, its adjoint, adds the columns back into the input
 positions they were read from (overlapping windows sum), one strided add per
-kernel offset, in raster order of the offsets.
+kernel offset, in raster order of the offsets. The product's result comes
+out as (O, N, *out_sizes); :func:`swap_leading_axes` turns it into the
+output's (N, O, *out_sizes), adding the bias, and the output's gradient back.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import itertools
 
 from tinynet.backend import get_array_module
 
-__all__ = ["im2col", "col2im"]
+__all__ = ["im2col", "col2im", "swap_leading_axes"]
 
 
 def _windows(xp, padded, kernel, stride, dilation, out_sizes):
@@ -68,3 +70,13 @@ def col2im(dcols, padded_shape, stride, dilation, padding, sizes):
         grad_padded[where] += dcols[(slice(None),) + offset].swapaxes(0, 1)
     return grad_padded[(slice(None), slice(None)) + tuple(
         slice(before, before + size) for (before, _), size in zip(padding, sizes, strict=True))]
+
+
+def swap_leading_axes(a, bias=None):
+    """``a`` (A, B, …) as a C-ordered (B, A, …) array, plus ``bias[i]`` at every
+    element of row i of A when a bias (A,) is given."""
+    xp = get_array_module(a)
+    out = xp.ascontiguousarray(a.swapaxes(0, 1))
+    if bias is not None:
+        out += bias.reshape((1, -1) + (1,) * (a.ndim - 2))
+    return out

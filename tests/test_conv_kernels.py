@@ -1,6 +1,6 @@
 """The convnet's compiled CPU kernels against their NumPy references, the spec:
 max pooling (kernels/cpu_pooling.py), batch normalization (cpu_batch_norm.py),
-im2col and col2im (cpu_conv.py). float64 to 1e-12 (or bit for bit where the
+im2col, col2im and the output's swap (cpu_conv.py). float64 to 1e-12 (or bit for bit where the
 kernel does the reference's arithmetic in its order), float32 close; awkward
 sizes, padding, ceil_mode, strides and dilations, ties, NaN and −inf, batch 1,
 inputs large enough for the parallel drivers; the fallbacks; and a ConvNet
@@ -202,6 +202,11 @@ CONV_CASES = [
     ((1, 1, 6, 6), (3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1)),
     ((2, 4, 7, 5), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),
     ((32, 16, 14, 14), (3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1)),
+    # stride 1, rows as long as the input's: im2col's shifted-plane copies
+    ((2, 3, 6, 7), (3, 3), (1, 1), ((2, 2), (2, 2)), (2, 2)),
+    ((2, 2, 5, 6), (3, 3), (1, 1), ((0, 2), (2, 0)), (1, 1)),
+    ((1, 2, 1, 4), (7, 3), (1, 1), ((3, 3), (1, 1)), (1, 1)),
+    ((2, 1, 4, 3), (2, 5), (1, 1), ((1, 0), (2, 2)), (1, 1)),
 ]
 
 
@@ -228,6 +233,34 @@ def test_im2col_with_given_output_sizes(compiled_only):
     args = ((3, 3), (2, 2), ((1, 1), (2, 2)), (1, 1), (3, 2))
     np.testing.assert_array_equal(cpu_conv.im2col(x, *args)[0],
                                   reference_conv.im2col(x, *args)[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 2, 5), (1, 1, 1), (4, 3), (16, 128, 784), (2, 3, 4, 5)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_swap_leading_axes_is_the_reference_bit_for_bit(compiled_only, shape, dtype, with_bias):
+    """The product's (O, N, P) into the output's (N, O, P) with the bias (the largest
+    case takes the parallel driver); without one, every value kept, −0.0 included."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal(shape).astype(dtype)
+    a.reshape(-1)[::7] = -0.0
+    bias = rng.standard_normal(shape[0]).astype(dtype) if with_bias else None
+    out = cpu_conv.swap_leading_axes(a, bias)
+    expected = reference_conv.swap_leading_axes(a, bias)
+    assert out.shape == (shape[1], shape[0]) + shape[2:] and out.dtype == a.dtype
+    assert out.flags.c_contiguous
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+    if not with_bias:
+        np.testing.assert_array_equal(out, a.swapaxes(0, 1))
+
+
+def test_swap_leading_axes_takes_a_strided_input_and_falls_back_for_others():
+    a = np.arange(24.0).reshape(4, 6)[:, ::2].reshape(4, 3)
+    np.testing.assert_array_equal(cpu_conv.swap_leading_axes(a), a.T)
+    ints = np.arange(6).reshape(2, 3)
+    np.testing.assert_array_equal(cpu_conv.swap_leading_axes(ints, np.array([1, 2])),
+                                  ints.T + np.array([1, 2]))
 
 
 # ------------------------------------------------------- a whole training step

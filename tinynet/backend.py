@@ -156,7 +156,7 @@ FUSED_KERNELS = {
     **_kernels("cpu_pooling", "reference_pooling", "max_pool_forward", "max_pool_backward"),
     **_kernels("cpu_batch_norm", "reference_batch_norm", "batch_norm_statistics",
                "batch_norm_forward", "batch_norm_backward"),
-    **_kernels("cpu_conv", "reference_conv", "im2col", "col2im"),
+    **_kernels("cpu_conv", "reference_conv", "im2col", "col2im", "swap_leading_axes"),
 }
 _chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's default
 

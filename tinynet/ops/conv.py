@@ -13,9 +13,10 @@ The backward is the same product turned around: dW = dy colsᵀ, and
 d cols = Wᵀ dy, which col2im adds back into the input positions each column
 was read from (one strided add per kernel offset: overlapping windows sum).
 With ``groups`` G, channels and filters split into G independent convolutions,
-one batched product over G. im2col and col2im are kernels of the backend's
-table: the spec in kernels/reference_conv.py, compiled loops on the CPU (a
-task per input channel) in kernels/cpu_conv.py.
+one batched product over G. The product's (O, N, positions) result is swapped
+into the output's (N, O, positions), the bias added on the way. im2col, col2im
+and that swap are kernels of the backend's table: the spec in
+kernels/reference_conv.py, compiled loops on the CPU in kernels/cpu_conv.py.
 """
 from __future__ import annotations
 
@@ -69,10 +70,9 @@ class ConvFunction(Function):
         per_group = channels // groups * math.prod(kernel)       # rows of cols per group
         cols = cols.reshape(groups, per_group, n * math.prod(out_sizes))
         w = weight.astype(dtype, copy=False).reshape(groups, filters // groups, per_group)
-        out = (w @ cols).reshape((filters, n) + out_sizes).swapaxes(0, 1)
-        out = xp.ascontiguousarray(out)
-        if bias is not None:
-            out += bias.astype(dtype, copy=False).reshape((1, filters) + (1,) * len(kernel))
+        out = kernels_for(x).swap_leading_axes(
+            (w @ cols).reshape((filters, n) + out_sizes),
+            None if bias is None else bias.astype(dtype, copy=False))
         ctx.save_for_backward(cols, w)
         ctx.meta = (x.shape, padded_shape, weight.shape, padding, stride, dilation,
                     out_sizes, bias is not None)
@@ -88,7 +88,7 @@ class ConvFunction(Function):
         n, channels = x_shape[:2]
         # dy as (G, O/G, N·positions): the layout of the forward's product
         positions = math.prod(out_sizes)
-        dy = xp.ascontiguousarray(grad.reshape(n, filters, positions).swapaxes(0, 1))
+        dy = kernels_for(grad).swap_leading_axes(grad.reshape(n, filters, positions))
         dy = dy.reshape(groups, filters // groups, n * positions)
         grad_x = grad_w = grad_b = None
         if ctx.needs_input_grad(1):
