@@ -1,5 +1,5 @@
-"""Softmax, log-softmax, the cross-entropy and row sums on the CPU: compiled
-loops over the rows of the last axis, in float32.
+"""Softmax, log-softmax, the cross-entropy, row sums and a layer's bias on the
+CPU: compiled loops over the rows of the last axis, in float32.
 
 NumPy's softmax is five passes over the array (max, subtract, exp, sum,
 divide), and its max and sum along a short last axis (65 classes, 64 keys)
@@ -26,7 +26,7 @@ from .cpu_pointwise import compiled, exp32
 
 __all__ = ["softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "cross_entropy_forward", "cross_entropy_backward",
-           "sum_last_axis", "row_sum", "row_max", "as_rows"]
+           "sum_last_axis", "add_bias", "row_sum", "row_max", "as_rows"]
 
 _LOOP = dict(cache=True, error_model="numpy", fastmath={"contract"})
 _INLINE = dict(inline="always", error_model="numpy", fastmath={"contract"})
@@ -140,6 +140,13 @@ def _row_sums(x, out):
         out[i] = row_sum(x, i)
 
 
+@njit(**_LOOP)
+def _add_bias_loop(rows, bias):
+    for i in range(rows.shape[0]):
+        for j in range(rows.shape[1]):
+            rows[i, j] += bias[j]
+
+
 def as_rows(a):
     """The rows of ``a``, a C-ordered array, as a 2-D view."""
     return a.reshape(-1, a.shape[-1])
@@ -197,4 +204,14 @@ def sum_last_axis(x):
         return reference.sum_last_axis(x)
     out = np.empty(x.shape[:-1], _F)
     _row_sums(as_rows(x), out.reshape(-1))
+    return out
+
+
+def add_bias(out, bias):
+    """``out += bias`` along the last axis, in place: NumPy's broadcast add runs
+    2-3x slower on a Linear's (768, 128…512) outputs."""
+    if not (compiled(out) and out.ndim > 0 and type(bias) is np.ndarray
+            and bias.shape == out.shape[-1:] and bias.dtype == _F):
+        return reference.add_bias(out, bias)
+    _add_bias_loop(as_rows(out), bias)
     return out

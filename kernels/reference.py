@@ -37,7 +37,7 @@ __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms
            "silu_backward", "tanh_backward", "relu_forward", "relu_backward",
            "gelu_tanh_forward", "gelu_tanh_backward", "softmax_forward", "softmax_backward",
            "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
-           "cross_entropy_backward", "sum_last_axis"]
+           "cross_entropy_backward", "sum_last_axis", "add_bias"]
 
 SQRT_HALF = math.sqrt(0.5)
 ONE_OVER_SQRT_TWO_PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -329,3 +329,9 @@ def cross_entropy_backward(probs, scale, target):
 def sum_last_axis(x):
     """Σ over the last axis."""
     return x.sum(axis=-1)
+
+
+def add_bias(out, bias):
+    """``out += bias`` along the last axis, in place (a layer's bias); returns ``out``."""
+    out += bias
+    return out

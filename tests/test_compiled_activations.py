@@ -171,6 +171,27 @@ def test_row_kernels_hand_other_axes_and_dtypes_to_the_spec():
     assert cpu_rows.sum_last_axis(np.zeros((3, 0), np.float32)).shape == (3,)
 
 
+@pytest.mark.parametrize("shape", [(768, 384), (2, 3, 65), (5, 1), (4,)])
+def test_add_bias_is_numpys_add_bit_for_bit(shape):
+    out, _ = _rows(shape)
+    out.reshape(-1)[:4] = [np.inf, -0.0, np.nan, 3e38][:out.size]
+    bias = np.random.default_rng(2).standard_normal(shape[-1:]).astype(np.float32)
+    want = out + bias
+    got = cpu_rows.add_bias(out, bias)
+    assert got is out                                   # in place
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_add_bias_hands_other_arrays_to_numpy():
+    out = np.ones((3, 4))
+    assert cpu_rows.add_bias(out, np.arange(4.0)) is out
+    np.testing.assert_array_equal(out, np.ones((3, 4)) + np.arange(4.0))
+    transposed = np.ones((3, 4), np.float32).T               # a product's (W xᵀ)ᵀ
+    np.testing.assert_array_equal(cpu_rows.add_bias(transposed, np.arange(3, dtype=np.float32)),
+                                  np.ones((4, 3)) + np.arange(3))
+
+
 try:
     import torch
 except ImportError:

@@ -152,7 +152,7 @@ FUSED_KERNELS = {
                "relu_backward", "gelu_tanh_forward", "gelu_tanh_backward"),
     **_kernels("cpu_rows", "reference", "softmax_forward", "softmax_backward",
                "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
-               "cross_entropy_backward", "sum_last_axis"),
+               "cross_entropy_backward", "sum_last_axis", "add_bias"),
     **_kernels("cpu_pooling", "reference_pooling", "max_pool_forward", "max_pool_backward"),
     **_kernels("cpu_batch_norm", "reference_batch_norm", "batch_norm_statistics",
                "batch_norm_forward", "batch_norm_backward"),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..autograd import Function, unbroadcast
-from ..backend import get_array_module
+from ..backend import get_array_module, kernels_for
 from .elementwise import operand
 
 __all__ = ["matmul", "linear"]
@@ -79,7 +79,7 @@ class Linear(Function):
         else:
             out = rows @ weight.T
         if bias is not None:
-            out += bias
+            out = kernels_for(out).add_bias(out, bias)
         return out.reshape(x.shape[:-1] + (weight.shape[0],))
 
     @staticmethod
