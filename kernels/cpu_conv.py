@@ -1,26 +1,27 @@
 """im2col and col2im of 2-D convolutions on the CPU: :mod:`tinynet.kernels.reference_conv`
-as compiled loops, a task per input channel.
+as compiled loops, shared out over threads.
 
 The reference pads the input (a copy), copies the strided view of its
 windows into ``cols``, and in col2im adds each kernel offset's columns into
 a zero-padded gradient, one strided NumPy pass per offset through a transposed
 view (the columns are (C, k, k, N, h, w), the gradient (N, C, H, W)), then
 crops the padding off (a second copy where the next op needs it contiguous).
-All of it runs on one thread. Here each input channel c is one task of a
+All of it runs on one thread. Here the work is split into the tasks of a
 parallel loop, and a row of the output is one loop, which the compiler turns
 into vector code at stride 1:
 
-* **im2col**: cols[c, i, j, n, h, :] is a stretch of input row h·stride −
-  padding + i·dilation, zeros where it hangs into the padding (the padding is
-  never built); the rows of cols are written in order, one after another;
-* **col2im**: the gradient of channel c is zeroed, then each kernel offset's
-  columns are added into it in raster order of the offsets, as the reference
-  adds them (the same sums in the same order, so the same bits), the taps
-  that fall into the padding skipped (nothing to crop).
-
-* **swap_leading_axes**: the product's (O, N, P) result copied into the
-  output's (N, O, P) layout with the bias added in the same pass, a task per
-  sample (NumPy's transposed copy and broadcast add are two passes on one
+* **im2col**, a task per row (c, i, j) of cols: cols[c, i, j, n, h, :] is a
+  stretch of input row h·stride − padding + i·dilation, zeros where it hangs
+  into the padding (the padding is never built). At stride 1 with rows as
+  long as the input's (``padding="same"``), a plane's columns are the input
+  plane shifted, one flat copy and then zeros at the edges;
+* **col2im**, a task per input channel c: the gradient of channel c is zeroed,
+  then each kernel offset's columns are added into it in raster order of the
+  offsets, as the reference adds them (the same sums in the same order, so
+  the same bits), the taps that fall into the padding skipped (nothing to crop);
+* **swap_leading_axes**, a task per sample: the product's (O, N, P) result
+  copied into the output's (N, O, P) layout with the bias added in the same
+  pass (NumPy's transposed copy and broadcast add are two passes on one
   thread, 5x slower); without a bias, the output's gradient back.
 
 2-D convolutions of float32 and float64 NumPy arrays are compiled; others go
@@ -59,40 +60,38 @@ _AT = np.uint64
 
 
 @njit(**_OPTIONS)
-def _fill_columns(x, cols, shape, geometry, out_h, out_w, c):
-    """The rows (c, ·, ·) of cols, flat (C·kh·kw, N·out_h·out_w), from channel c
-    of x, flat (N, C, H, W)."""
+def _fill_columns(x, cols, shape, geometry, out_h, out_w, r):
+    """Row r = (c, i, j) of cols, flat (C·kh·kw, N·out_h·out_w), from channel c
+    of x, flat (N, C, H, W), at kernel offset (i, j)."""
     kh, kw, sh, sw, top, left, dh, dw = geometry
     batch, channels, height, width = shape
-    for i in range(kh):
-        for j in range(kw):
-            r = (c * kh + i) * kw + j
-            shift = j * dw - left
-            low, high = _inside(shift, sw, width, out_w)
-            for n in range(batch):
-                plane = (n * channels + c) * height
-                if sh == 1 and sw == 1 and out_w == width:
-                    _fill_plane_shifted(x, cols, plane, (r * batch + n) * out_h, i * dh - top,
-                                        shift, low, high, height, out_h, out_w)
-                    continue
-                for oh in range(out_h):
-                    start = ((r * batch + n) * out_h + oh) * out_w
-                    h = oh * sh - top + i * dh
-                    if h < 0 or h >= height:
-                        for ow in range(out_w):
-                            cols[_AT(start + ow)] = 0
-                        continue
-                    source = (plane + h) * width + shift
-                    for ow in range(low):
-                        cols[_AT(start + ow)] = 0
-                    if sw == 1:
-                        for ow in range(low, high):
-                            cols[_AT(start + ow)] = x[_AT(source + ow)]
-                    else:
-                        for ow in range(low, high):
-                            cols[_AT(start + ow)] = x[_AT(source + ow * sw)]
-                    for ow in range(high, out_w):
-                        cols[_AT(start + ow)] = 0
+    c, i, j = r // (kh * kw), r // kw % kh, r % kw
+    shift = j * dw - left
+    low, high = _inside(shift, sw, width, out_w)
+    for n in range(batch):
+        plane = (n * channels + c) * height
+        if sh == 1 and sw == 1 and out_w == width:
+            _fill_plane_shifted(x, cols, plane, (r * batch + n) * out_h, i * dh - top,
+                                shift, low, high, height, out_h, out_w)
+            continue
+        for oh in range(out_h):
+            start = ((r * batch + n) * out_h + oh) * out_w
+            h = oh * sh - top + i * dh
+            if h < 0 or h >= height:
+                for ow in range(out_w):
+                    cols[_AT(start + ow)] = 0
+                continue
+            source = (plane + h) * width + shift
+            for ow in range(low):
+                cols[_AT(start + ow)] = 0
+            if sw == 1:
+                for ow in range(low, high):
+                    cols[_AT(start + ow)] = x[_AT(source + ow)]
+            else:
+                for ow in range(low, high):
+                    cols[_AT(start + ow)] = x[_AT(source + ow * sw)]
+            for ow in range(high, out_w):
+                cols[_AT(start + ow)] = 0
 
 
 @njit(**_OPTIONS)
@@ -153,15 +152,15 @@ def _add_columns(dcols, dx, shape, geometry, out_h, out_w, c):
 @_NOTICED
 @njit(**_OPTIONS)
 def _columns_serial(x, cols, shape, geometry, out_h, out_w):
-    for c in range(shape[1]):
-        _fill_columns(x, cols, shape, geometry, out_h, out_w, c)
+    for r in range(shape[1] * geometry[0] * geometry[1]):
+        _fill_columns(x, cols, shape, geometry, out_h, out_w, r)
 
 
 @_NOTICED
 @njit(parallel=True, **_OPTIONS)
 def _columns_parallel(x, cols, shape, geometry, out_h, out_w):
-    for c in prange(shape[1]):
-        _fill_columns(x, cols, shape, geometry, out_h, out_w, np.int64(c))
+    for r in prange(shape[1] * geometry[0] * geometry[1]):
+        _fill_columns(x, cols, shape, geometry, out_h, out_w, np.int64(r))
 
 
 @_NOTICED
