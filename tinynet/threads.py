@@ -18,6 +18,15 @@ The policy, applied at ``import tinynet``:
   too (PyTorch's, if it is imported after tinynet).
 * Both pools keep one thread per core; :func:`set_num_threads` changes both.
 
+OpenBLAS's own workers are left as they are: after a product they spin for
+2^28 cycles (some 0.1 s) before they sleep, so that the next product starts at
+once. While they spin, a Numba kernel shared out over the cores gets only part
+of the second core, which slows the convnet's step, whose pooling,
+normalization and im2col kernels run right after its products. Making them
+sleep at once (``OPENBLAS_THREAD_TIMEOUT=4``, read when NumPy loads) speeds
+that step up and slows every other model's, whose products come one after
+another: ``benchmarks/threads.py`` has the column.
+
 The user's own settings win: an ``OMP_WAIT_POLICY`` already in the
 environment is left as it is, and so are ``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` and ``NUMBA_NUM_THREADS``, which
