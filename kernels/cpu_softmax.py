@@ -6,7 +6,9 @@ The reference makes eight NumPy passes forward and four backward over the
 (S = 64 keys) cost about three times a pass each. Here a row is read while it
 is in the cache: the scale, the mask and the row's maximum in one loop, NumPy's
 (vectorized) exp in place, then the sum and the division in a second loop; in
-float32 all of it in one visit of the row, with cpu_pointwise.exp32. The
+float32 the same three steps as three passes over the scores with
+cpu_pointwise.exp32, which the compiler vectorizes better than one loop doing
+all three for a row (116 µs instead of 193 on the GPT's (12, 4, 64, 64)). The
 backward is one loop. A mask of the scores' (L, S) shape, such as the causal
 one, is added row by row; any other is added by NumPy first.
 """
@@ -44,18 +46,23 @@ def _scale_mask_shift(rows, bias_rows, scale):
 
 @njit(**_OPTIONS)
 def _softmax_rows_float32(rows, bias_rows, scale):
-    """float32: the scale, the mask, e^(· − max) by cpu_pointwise.exp32 and the
-    division, in one visit of each row (the steps of the three loops beside)."""
+    """float32: the scale, the mask and each row's maximum; e^(· − max) by
+    cpu_pointwise.exp32; the sums and the division: three passes over the
+    scores, which stay in the cache (the steps of the three loops beside)."""
     count, keys = rows.shape
     queries = bias_rows.shape[0]
+    shifts = np.empty(count, np.float32)
     for i in range(count):
         bias = i % queries
         for j in range(keys):
             rows[i, j] = rows[i, j] * scale + bias_rows[bias, j]
         peak = row_max(rows, i)
-        shift = peak if peak != -np.inf else np.float32(0)     # e^−∞ = 0
+        shifts[i] = peak if peak != -np.inf else np.float32(0)      # e^−∞ = 0
+    for i in range(count):
+        shift = shifts[i]
         for j in range(keys):
             rows[i, j] = exp32(rows[i, j] - shift)
+    for i in range(count):
         total = row_sum(rows, i)
         if total > 0:
             inverse = np.float32(1) / total
