@@ -37,7 +37,7 @@ __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms
            "silu_backward", "tanh_backward", "relu_forward", "relu_backward",
            "gelu_tanh_forward", "gelu_tanh_backward", "softmax_forward", "softmax_backward",
            "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
-           "cross_entropy_backward", "sum_last_axis", "add_bias"]
+           "cross_entropy_backward", "sum_last_axis", "sum_last_axis_backward", "add_bias"]
 
 SQRT_HALF = math.sqrt(0.5)
 ONE_OVER_SQRT_TWO_PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -329,6 +329,13 @@ def cross_entropy_backward(probs, scale, target):
 def sum_last_axis(x):
     """Σ over the last axis."""
     return x.sum(axis=-1)
+
+
+def sum_last_axis_backward(grad, size):
+    """The gradient of the sum over a last axis of ``size``: each value of ``grad``
+    repeated along it (a broadcast view)."""
+    xp = get_array_module(grad)
+    return xp.broadcast_to(grad[..., None], grad.shape + (size,))
 
 
 def add_bias(out, bias):

@@ -171,6 +171,29 @@ def test_row_kernels_hand_other_axes_and_dtypes_to_the_spec():
     assert cpu_rows.sum_last_axis(np.zeros((3, 0), np.float32)).shape == (3,)
 
 
+@pytest.mark.parametrize("shape", [(768,), (2, 3), ()])
+@pytest.mark.parametrize("size", [512, 1, 0])
+def test_sum_last_axis_backward_spreads_each_value(shape, size):
+    grad = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    got = cpu_rows.sum_last_axis_backward(grad, size)
+    want = reference.sum_last_axis_backward(grad, size)
+    assert got.shape == shape + (size,) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)
+    if grad.size and size:
+        assert got.flags.c_contiguous and got.flags.writeable     # the engine keeps it
+
+
+def test_sum_over_the_last_axis_gives_each_element_its_rows_gradient():
+    x = tinynet.tensor(np.random.default_rng(4).standard_normal((6, 5)).astype(np.float32),
+                       requires_grad=True)
+    g = np.arange(6, dtype=np.float32)
+    x.sum(dim=-1).backward(tinynet.tensor(g))
+    np.testing.assert_array_equal(x.grad.numpy(), np.repeat(g[:, None], 5, axis=1))
+    x.grad = None
+    x.sum(dim=1, keepdim=True).backward(tinynet.tensor(g[:, None]))
+    np.testing.assert_array_equal(x.grad.numpy(), np.repeat(g[:, None], 5, axis=1))
+
+
 @pytest.mark.parametrize("shape", [(768, 384), (2, 3, 65), (5, 1), (4,)])
 def test_add_bias_is_numpys_add_bit_for_bit(shape):
     out, _ = _rows(shape)
