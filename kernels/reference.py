@@ -37,7 +37,8 @@ __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms
            "silu_backward", "tanh_backward", "relu_forward", "relu_backward",
            "gelu_tanh_forward", "gelu_tanh_backward", "softmax_forward", "softmax_backward",
            "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
-           "cross_entropy_backward", "sum_last_axis", "sum_last_axis_backward", "add_bias"]
+           "cross_entropy_backward", "sum_last_axis", "sum_last_axis_backward", "add_bias",
+           "add_rows", "sorted_runs"]
 
 SQRT_HALF = math.sqrt(0.5)
 ONE_OVER_SQRT_TWO_PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -342,3 +343,28 @@ def add_bias(out, bias):
     """``out += bias`` along the last axis, in place (a layer's bias); returns ``out``."""
     out += bias
     return out
+
+
+def sorted_runs(rows):
+    """``(order, sorted_rows, starts)``: the stable order that sorts ``rows``, the
+    sorted rows, and where each run of equal rows starts in them."""
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    starts = np.flatnonzero(np.diff(sorted_rows, prepend=sorted_rows[0] - 1))
+    return order, sorted_rows, starts
+
+
+def add_rows(target, rows, values):
+    """``target[rows[i]] += values[i]`` for each i, rows repeating, in place: the
+    gradient of reading rows (an embedding). In NumPy the rows are sorted
+    (stably) and each run of equal rows summed at once (``add.reduceat``, which
+    adds a run's values by NumPy's pairwise summation): ``add.at`` goes element
+    by element, several times slower."""
+    if not isinstance(target, np.ndarray):
+        import cupyx
+        cupyx.scatter_add(target, rows, values)
+        return
+    if rows.size == 0:
+        return
+    order, sorted_rows, starts = sorted_runs(rows)
+    target[sorted_rows[starts]] += np.add.reduceat(values[order], starts, axis=0)

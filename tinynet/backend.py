@@ -107,18 +107,9 @@ def scatter_add(target, index, values) -> None:
 
 def add_rows(target, rows, values) -> None:
     """``target[rows[i]] += values[i]`` for each i, rows repeating: the gradient of
-    reading rows (an embedding). On the CPU the rows are sorted and each run of
-    equal rows summed at once (``add.reduceat``): NumPy's ``add.at`` goes element
-    by element, several times slower."""
-    if not isinstance(target, np.ndarray):
-        scatter_add(target, rows, values)
-        return
-    if rows.size == 0:
-        return
-    order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    starts = np.flatnonzero(np.diff(sorted_rows, prepend=sorted_rows[0] - 1))
-    target[sorted_rows[starts]] += np.add.reduceat(values[order], starts, axis=0)
+    reading rows (an embedding). A kernel of the device's table (the spec in
+    kernels/reference.py)."""
+    kernels_for(target).add_rows(target, rows, values)
 
 
 def _parse_device(device) -> str:
@@ -154,6 +145,7 @@ FUSED_KERNELS = {
                "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
                "cross_entropy_backward", "sum_last_axis", "sum_last_axis_backward",
                "add_bias"),
+    **_kernels("cpu_scatter", "reference", "add_rows"),
     **_kernels("cpu_pooling", "reference_pooling", "max_pool_forward", "max_pool_backward"),
     **_kernels("cpu_batch_norm", "reference_batch_norm", "batch_norm_statistics",
                "batch_norm_forward", "batch_norm_backward"),

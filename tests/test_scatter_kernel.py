@@ -1,0 +1,63 @@
+"""The embedding's compiled gradient (kernels/cpu_scatter.py) against its spec,
+kernels/reference.py's ``add_rows``: the same bits, since it adds each run of
+rows in NumPy's pairwise order; runs of every length (the 8-sum block, the
+remainder, the recursive halves past 128), float32 and float64, −0.0, a
+target that is not zero; the fallbacks and a bad row."""
+import numpy as np
+import pytest
+
+import tinynet
+from tinynet.kernels import cpu_scatter, reference
+
+
+def _case(rng, count, embeddings, columns, dtype):
+    rows = rng.integers(0, embeddings, count)
+    scale = rng.choice([1e-3, 1.0, 1e4, 1e8], (count, 1))
+    values = (rng.standard_normal((count, columns)) * scale).astype(dtype)
+    values[rng.random(values.shape) < 0.05] = -0.0
+    return rows, values
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("count, embeddings", [(1, 1), (7, 1), (8, 1), (9, 1), (129, 1),
+                                               (300, 1), (1000, 2), (768, 65), (2000, 97)])
+def test_add_rows_is_the_reference_bit_for_bit(count, embeddings, dtype):
+    rng = np.random.default_rng(count + embeddings)
+    rows, values = _case(rng, count, embeddings, 19, dtype)
+    for start in (np.zeros, lambda shape, dtype: rng.standard_normal(shape).astype(dtype)):
+        ours = start((embeddings, 19), dtype)
+        theirs = ours.copy()
+        cpu_scatter.add_rows(ours, rows, values)
+        reference.add_rows(theirs, rows, values)
+        np.testing.assert_array_equal(ours, theirs)
+        np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
+
+
+def test_add_rows_of_a_run_of_negative_zeros_is_the_references():
+    values = np.full((5, 3), -0.0, np.float32)
+    ours, theirs = np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)
+    cpu_scatter.add_rows(ours, np.array([1, 1, 1, 1, 1]), values)
+    reference.add_rows(theirs, np.array([1, 1, 1, 1, 1]), values)
+    np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
+
+
+def test_add_rows_hands_other_arrays_to_the_reference_and_refuses_a_bad_row():
+    target = np.zeros((4, 6), np.float32)[:, ::2]                # not C-ordered
+    cpu_scatter.add_rows(target, np.array([0, 0, 3]), np.ones((3, 3), np.float32))
+    np.testing.assert_array_equal(target[:, 0], [2, 0, 0, 1])
+    empty = np.zeros((2, 3), np.float32)
+    cpu_scatter.add_rows(empty, np.zeros(0, np.intp), np.zeros((0, 3), np.float32))
+    assert not empty.any()
+    with pytest.raises(IndexError, match=r"rows must be in \[0, 2\)"):
+        cpu_scatter.add_rows(np.zeros((2, 3), np.float32), np.array([0, 2]),
+                             np.ones((2, 3), np.float32))
+
+
+def test_the_embedding_gradient_sums_each_rows_gradients():
+    weight = tinynet.tensor(np.zeros((5, 4), np.float32), requires_grad=True)
+    tokens = np.array([[1, 3, 1], [4, 1, 0]])
+    grad = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    tinynet.nn.functional.embedding(tinynet.tensor(tokens), weight).backward(tinynet.tensor(grad))
+    want = np.zeros((5, 4), np.float32)
+    np.add.at(want, tokens.reshape(-1), grad.reshape(-1, 4))
+    np.testing.assert_array_equal(weight.grad.numpy(), want)
