@@ -8,7 +8,7 @@ compiled passes, each writing in place: every row's maximum, then
 e^(x − max) by :func:`~tinynet.kernels.cpu_pointwise.exp32` (vectorized), then
 each row's sum and the division. The arrays of a GPT step (200–800 KB) stay
 in the cache between passes, and the compiler vectorizes each short pass
-better than one loop doing all three for a row (the softmax of the attention's
+better than one loop doing all three for a row (a softmax over
 (12, 4, 64, 64) took 113 µs that way, 78 µs this way). A row's sum is a function
 of its own, compiled with ``reassoc``, which lets the compiler add in SIMD lanes
 (about 3x faster than one running sum); the loops that call it are not, so that
