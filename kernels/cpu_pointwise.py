@@ -74,16 +74,17 @@ def _sigmoid_backward_loop(grad, y, dx):
 
 
 @njit(**_LOOP)
-def _silu_loop(x, y):
+def _silu_loop(x, y, s):
     for i in range(x.size):
-        y[i] = x[i] * _sigmoid(x[i])
+        sigma = _sigmoid(x[i])
+        s[i] = sigma
+        y[i] = x[i] * sigma
 
 
 @njit(**_LOOP)
-def _silu_backward_loop(grad, x, dx):
+def _silu_backward_loop(grad, x, s, dx):
     for i in range(x.size):
-        s = _sigmoid(x[i])
-        dx[i] = grad[i] * s * (_F(1) + x[i] * (_F(1) - s))
+        dx[i] = grad[i] * s[i] * (_F(1) + x[i] * (_F(1) - s[i]))
 
 
 @njit(**_LOOP)
@@ -148,10 +149,20 @@ def _pointwise(loop, fallback):
 
 sigmoid_forward = _pointwise(_sigmoid_loop, reference.sigmoid_forward)
 sigmoid_backward = _pointwise(_sigmoid_backward_loop, reference.sigmoid_backward)
-silu_forward = _pointwise(_silu_loop, reference.silu_forward)
 silu_backward = _pointwise(_silu_backward_loop, reference.silu_backward)
 tanh_backward = _pointwise(_tanh_backward_loop, reference.tanh_backward)
 relu_forward = _pointwise(_relu_loop, reference.relu_forward)
 relu_backward = _pointwise(_relu_backward_loop, reference.relu_backward)
 gelu_tanh_forward = _pointwise(_gelu_tanh_loop, reference.gelu_tanh_forward)
 gelu_tanh_backward = _pointwise(_gelu_tanh_backward_loop, reference.gelu_tanh_backward)
+
+
+def silu_forward(x):
+    """``(SiLU(x), σ(x))`` in one pass, as :func:`tinynet.kernels.reference.silu_forward`:
+    σ(x) is kept for the backward, which then needs no exponential (as the GELU's
+    keeps Φ(x))."""
+    if not compiled(x):
+        return reference.silu_forward(x)
+    y, s = np.empty_like(x), np.empty_like(x)
+    _silu_loop(x.reshape(-1), y.reshape(-1), s.reshape(-1))
+    return y, s

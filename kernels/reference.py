@@ -234,13 +234,14 @@ def sigmoid_backward(grad, y):
 
 
 def silu_forward(x):
-    """SiLU(x) = x σ(x) (also called swish)."""
-    return x * sigmoid_forward(x)
-
-
-def silu_backward(grad, x):
-    """dSiLU/dx = σ(x) (1 + x (1 − σ(x))), times ``grad``."""
+    """``(SiLU(x), σ(x))``: SiLU(x) = x σ(x) (also called swish), and σ(x) for the
+    backward."""
     s = sigmoid_forward(x)
+    return x * s, s
+
+
+def silu_backward(grad, x, s):
+    """dSiLU/dx = σ(x) (1 + x (1 − σ(x))), times ``grad``; ``s`` is σ(x)."""
     return grad * s * (1 + x * (1 - s))
 
 

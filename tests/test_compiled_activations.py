@@ -21,8 +21,7 @@ EDGES = np.array([0.0, -0.0, 1e-30, -1e-30, 1e-8, -1e-8, 0.5, -0.5, 20.0, -20.0,
 POINTWISE = {
     "sigmoid_forward": lambda x, g: (x,),
     "sigmoid_backward": lambda x, g: (g, reference.sigmoid_forward(x)),
-    "silu_forward": lambda x, g: (x,),
-    "silu_backward": lambda x, g: (g, x),
+    "silu_backward": lambda x, g: (g, x, reference.sigmoid_forward(x)),
     "tanh_backward": lambda x, g: (g, np.tanh(x)),
     "relu_forward": lambda x, g: (x,),
     "relu_backward": lambda x, g: (g, reference.relu_forward(x)),
@@ -62,6 +61,25 @@ def test_exp32_is_within_two_ulp_of_exp():
     got = np.empty_like(edges)
     run(edges, got)
     np.testing.assert_array_equal(got, [0, 0, 0, np.inf, np.inf, np.inf, np.nan, 1])
+
+
+def test_silu_forward_gives_the_value_and_the_sigmoid_it_keeps():
+    x, _ = _inputs()
+    y, s = cpu_pointwise.silu_forward(x)
+    assert y.dtype == s.dtype == np.float32 and y.shape == s.shape == x.shape
+    np.testing.assert_array_equal(s, cpu_pointwise.sigmoid_forward(x))
+    np.testing.assert_array_equal(y, x * s)
+    want_y, want_s = reference.silu_forward(x.astype(np.float64))
+    np.testing.assert_allclose(y, want_y, rtol=5e-6, atol=1e-6)
+    with np.errstate(all="ignore"):
+        for got, want in zip(cpu_pointwise.silu_forward(EDGES), reference.silu_forward(EDGES),
+                             strict=True):
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)],
+                                       rtol=5e-6, atol=1e-30)
+    for got, want in zip(cpu_pointwise.silu_forward(x.astype(np.float64)),
+                         reference.silu_forward(x.astype(np.float64)), strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("name", POINTWISE)

@@ -82,12 +82,13 @@ class Silu(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return kernels_for(x).silu_forward(x)
+        y, ctx.sigmoid = kernels_for(x).silu_forward(x)
+        return y
 
     @staticmethod
     def backward(ctx, grad):
         (x,) = ctx.saved
-        return kernels_for(x).silu_backward(grad, x)
+        return kernels_for(x).silu_backward(grad, x, ctx.sigmoid)
 
 
 # ------------------------------------------------- softplus, ELU, leaky ReLU
