@@ -65,7 +65,11 @@ def resolve_dims(x, dim, keepdim, axis=None, keepdims=None):
 
 
 def _expand(grad, shape, axes, keepdim):
-    """Broadcast the gradient of a reduction back to the input's shape."""
+    """Broadcast the gradient of a reduction back to the input's shape; over the
+    last axis alone, the device's kernel spreads it (a C-ordered array on the CPU,
+    which the engine stores without copying)."""
+    if axes == (len(shape) - 1,):
+        return kernels_for(grad).sum_last_axis_backward(grad.reshape(shape[:-1]), shape[-1])
     xp = get_array_module(grad)
     if not keepdim:
         grad = grad.reshape([1 if axes is None or i in axes else n
@@ -93,10 +97,6 @@ class Sum(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        shape, axes, keepdim = ctx.meta
-        if axes == (len(shape) - 1,):
-            rows = grad.reshape(shape[:-1])
-            return kernels_for(grad).sum_last_axis_backward(rows, shape[-1]), None, None
         return _expand(grad, *ctx.meta), None, None
 
 
