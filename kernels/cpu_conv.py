@@ -18,7 +18,10 @@ into vector code at stride 1:
 * **col2im**, a task per input channel c: the gradient of channel c is zeroed,
   then each kernel offset's columns are added into it in raster order of the
   offsets, as the reference adds them (the same sums in the same order, so
-  the same bits), the taps that fall into the padding skipped (nothing to crop);
+  the same bits), the taps that fall into the padding skipped (nothing to crop).
+  At stride 1 with rows as long as the input's, a plane takes its k·k kernel
+  offsets while it is in the cache, each one flat add of shifted columns whose
+  padding taps are first set to 0 in ``dcols`` (which col2im may overwrite);
 * **swap_leading_axes**, a task per sample: the product's (O, N, P) result
   copied into the output's (N, O, P) layout with the bias added in the same
   pass (NumPy's transposed copy and broadcast add are two passes on one
@@ -128,6 +131,16 @@ def _add_columns(dcols, dx, shape, geometry, out_h, out_w, c):
         plane = (n * channels + c) * height * width
         for k in range(height * width):
             dx[_AT(plane + k)] = 0
+        if sh == 1 and sw == 1 and out_w == width:
+            for i in range(kh):
+                for j in range(kw):
+                    shift = j * dw - left
+                    low, high = _inside(shift, 1, width, out_w)
+                    _add_plane_shifted(dcols, dx, plane // width,
+                                       (((c * kh + i) * kw + j) * batch + n) * out_h,
+                                       i * dh - top, shift, low, high, height, out_h, out_w)
+    if sh == 1 and sw == 1 and out_w == width:
+        return
     for i in range(kh):
         for j in range(kw):
             r = (c * kh + i) * kw + j
@@ -147,6 +160,27 @@ def _add_columns(dcols, dx, shape, geometry, out_h, out_w, c):
                     else:
                         for ow in range(low, high):
                             dx[_AT(target + ow * sw)] += dcols[_AT(start + ow)]
+
+
+@njit(**_OPTIONS)
+def _add_plane_shifted(dcols, dx, plane, row, down, shift, low, high, height, out_h, out_w):
+    """col2im's counterpart of :func:`_fill_plane_shifted`: one kernel offset's
+    columns of a plane added into the gradient plane shifted by ``down`` rows and
+    ``shift`` columns, in one flat loop. The columns that the flat loop would wrap
+    onto the neighbouring row are those read from the padding, which belong to no
+    input position: they are set to 0 first. Adding 0 to a sum that started at +0
+    leaves it as it is (such a sum is never −0), so the bits are the row loop's."""
+    first, last = _inside(down, 1, height, out_h)
+    if first == last:
+        return
+    for oh in range(row + first, row + last):
+        for ow in range(low):
+            dcols[_AT(oh * out_w + ow)] = 0
+        for ow in range(high, out_w):
+            dcols[_AT(oh * out_w + ow)] = 0
+    offset = (plane + down - row) * out_w + shift
+    for k in range((row + first) * out_w + low, (row + last - 1) * out_w + high):
+        dx[_AT(k + offset)] += dcols[_AT(k)]
 
 
 @_NOTICED
@@ -227,7 +261,8 @@ def im2col(x, kernel, stride, padding, dilation, out_sizes=None):
 
 
 def col2im(dcols, padded_shape, stride, dilation, padding, sizes):
-    """The input's gradient as :func:`tinynet.kernels.reference_conv.col2im`."""
+    """The input's gradient as :func:`tinynet.kernels.reference_conv.col2im`;
+    ``dcols``'s entries read from the padding may be overwritten with 0."""
     if not _compiled_case(dcols, len(sizes)):
         return reference_conv.col2im(dcols, padded_shape, stride, dilation, padding, sizes)
     dcols = np.ascontiguousarray(dcols)

@@ -227,6 +227,25 @@ def test_im2col_and_col2im_are_the_reference_bit_for_bit(compiled_only, shape, k
     np.testing.assert_array_equal(dx, expected_dx)     # the same sums in the same order
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, kernel, stride, padding, dilation",
+                         [case for case in CONV_CASES if case[2] == (1, 1)])
+def test_col2im_keeps_every_bit_of_the_reference_sums(compiled_only, shape, kernel, stride,
+                                                      padding, dilation, dtype):
+    """−0.0 and NaN among the columns: at stride 1 the columns read from the padding are
+    zeroed and added in one flat loop, which must leave the sums' bits as they are."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(shape).astype(dtype)
+    cols, padded_shape, _ = cpu_conv.im2col(x, kernel, stride, padding, dilation)
+    dcols = rng.standard_normal(cols.shape).astype(dtype)
+    dcols[rng.random(dcols.shape) < 0.2] = -0.0
+    dcols[rng.random(dcols.shape) < 0.02] = np.nan
+    expected = reference_conv.col2im(dcols.copy(), padded_shape, stride, dilation, padding,
+                                     shape[2:])
+    dx = cpu_conv.col2im(dcols, padded_shape, stride, dilation, padding, shape[2:])
+    assert dx.tobytes() == expected.tobytes()
+
+
 def test_im2col_with_given_output_sizes(compiled_only):
     """Fewer windows than fit (as the transposed convolution asks for)."""
     x = np.random.default_rng(9).standard_normal((2, 3, 8, 9))
