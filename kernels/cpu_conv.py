@@ -127,11 +127,12 @@ def _add_columns(dcols, dx, shape, geometry, out_h, out_w, c):
     the kernel offsets in raster order."""
     kh, kw, sh, sw, top, left, dh, dw = geometry
     batch, channels, height, width = shape
+    shifted = sh == 1 and sw == 1 and out_w == width      # _add_plane_shifted's case
     for n in range(batch):
         plane = (n * channels + c) * height * width
         for k in range(height * width):
             dx[_AT(plane + k)] = 0
-        if sh == 1 and sw == 1 and out_w == width:
+        if shifted:
             for i in range(kh):
                 for j in range(kw):
                     shift = j * dw - left
@@ -139,7 +140,7 @@ def _add_columns(dcols, dx, shape, geometry, out_h, out_w, c):
                     _add_plane_shifted(dcols, dx, plane // width,
                                        (((c * kh + i) * kw + j) * batch + n) * out_h,
                                        i * dh - top, shift, low, high, height, out_h, out_w)
-    if sh == 1 and sw == 1 and out_w == width:
+    if shifted:
         return
     for i in range(kh):
         for j in range(kw):
