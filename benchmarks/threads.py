@@ -9,10 +9,12 @@ machine hits every column. A cell is the median over rounds of each
 process's median step time, with the spread over rounds.
 
 Columns: tinynet with no settings (its default policies: tinynet/threads.py,
-tinynet/allocator.py); OpenMP workers spinning (``OMP_WAIT_POLICY=ACTIVE``,
-the thread policy tinynet replaces); OpenBLAS's idle workers sleeping at once
-(``OPENBLAS_THREAD_TIMEOUT=4``: they spin for 2^28 cycles by default, the policy
-tinynet keeps); glibc's malloc at its defaults (any
+tinynet/allocator.py: OpenBLAS's work runs on Numba's workers, which spin a
+while when idle); two thread pools, OpenBLAS's and Numba's
+(``TINYNET_SHARE_BLAS_POOL=0``), and the same with OpenBLAS's idle workers
+sleeping at once (``OPENBLAS_THREAD_TIMEOUT=4``: they spin for 2^28 cycles by
+default); the shared pool's workers spinning for as long as the process lives
+(``OMP_WAIT_POLICY=ACTIVE``); glibc's malloc at its defaults (any
 ``MALLOC_*`` variable of the user's turns tinynet's allocator policy off: here
 ``MALLOC_ARENA_MAX`` at glibc's own value, 8 per core, the one such variable
 that leaves glibc's adaptive thresholds on); BLAS on every core and Numba on one; BLAS on one and
@@ -33,8 +35,10 @@ from train_step import CASES, run_child  # noqa: E402
 ONE_BLAS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 ONE_NUMBA = {"NUMBA_NUM_THREADS": "1"}
 COLUMNS = [("no settings", "tinynet", {}),
+           ("two pools", "tinynet", {"TINYNET_SHARE_BLAS_POOL": "0"}),
+           ("two pools, OPENBLAS_THREAD_TIMEOUT=4", "tinynet",
+            {"TINYNET_SHARE_BLAS_POOL": "0", "OPENBLAS_THREAD_TIMEOUT": "4"}),
            ("OMP_WAIT_POLICY=ACTIVE", "tinynet", {"OMP_WAIT_POLICY": "ACTIVE"}),
-           ("OPENBLAS_THREAD_TIMEOUT=4", "tinynet", {"OPENBLAS_THREAD_TIMEOUT": "4"}),
            ("glibc malloc defaults", "tinynet",
             {"MALLOC_ARENA_MAX": str(8 * (os.cpu_count() or 1))}),
            ("BLAS all / Numba 1", "tinynet", ONE_NUMBA),

@@ -38,7 +38,9 @@ HERE = os.path.abspath(__file__)
 # Thread settings of the user's environment (and glibc's MALLOC_* variables), left
 # out of every measured process.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                    "NUMBA_NUM_THREADS", "OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")
+                    "NUMBA_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT",
+                    "NUMBA_THREADING_LAYER", "OPENBLAS_THREAD_TIMEOUT",
+                    "TINYNET_SHARE_BLAS_POOL")
 
 CASES = [("MLP+LN 784-1000-1000-10, batch 4", "mlp", (4, 784)),
          ("MLP+LN 784-1000-1000-10, batch 128", "mlp", (128, 784)),

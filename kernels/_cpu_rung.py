@@ -24,8 +24,8 @@ from ._arguments import public_kernels
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "chunk_count", "add_chunks", "kernel_functions"]
 
-# Below this many elements the rows are looped over on one thread. Idle worker
-# threads sleep (OMP_WAIT_POLICY=PASSIVE, tinynet/threads.py), and waking them
+# Below this many elements the rows are looped over on one thread. Handing work
+# to the worker threads (and waking them where they sleep, tinynet/threads.py)
 # costs tens of microseconds: on two cores one thread was faster up to about
 # 512 K elements, for the LayerNorm rungs and for the Adam step alike.
 PARALLEL_MIN_ELEMENTS = 1 << 19

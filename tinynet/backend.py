@@ -21,6 +21,8 @@ import weakref
 
 import numpy as np
 
+from . import threads
+
 __all__ = [
     "Backend", "get_backend", "get_array_module", "device_of", "as_numpy", "scatter_add",
     "add_rows",
@@ -126,6 +128,9 @@ def _parse_device(device) -> str:
 # ----------------------------------------------------------------------------
 
 _KERNELS_ENV = "TINYNET_KERNELS"
+_COMPILED_CPU_KERNELS = "tinynet.kernels.cpu_"   # the Numba modules
+
+
 def _kernels(cpu_module, spec_module, *names):
     return {name: (cpu_module, spec_module) for name in names}
 
@@ -266,6 +271,8 @@ class KernelTable:
             fn = target
         else:
             module, _, function = target.partition(":")
+            if module.startswith(_COMPILED_CPU_KERNELS):
+                threads.share_pool_with_blas()     # once: before Numba's pool first runs
             fn = getattr(importlib.import_module(module), function)
         self._loaded[key] = fn
         if _chosen_rung is None:

@@ -1,53 +1,174 @@
 """How many threads tinynet computes on, and how idle threads wait.
 
-Two thread pools do tinynet's work on the CPU: the BLAS library behind NumPy's
-matrix products (OpenBLAS, MKL...), and Numba's, which runs the fused kernels
-(LayerNorm above a size threshold, the Adam step). Both start with one
-thread per core. Left alone they fight: Numba's threading layer here is
-OpenMP, whose workers *spin* after each parallel region, waiting for the
-next one, and so take the cores away from the BLAS threads of the matrix
-product that comes next. A training step then runs several times slower than
-with either pool on its own (``benchmarks/threads.py`` prints the table).
+Two libraries compute on the CPU's threads: the BLAS behind NumPy's matrix
+products (OpenBLAS, MKL...), and Numba, which runs the fused kernels (im2col
+and pooling, the norms above a size threshold, the Adam step). Each starts a
+pool of one thread per core, and two pools on the same cores fight: a worker
+that waits for work *spins* for a while before it sleeps, so that the next
+piece of work starts at once, and while it spins the other pool's threads get
+only part of a core. OpenBLAS's workers spin for some 0.1 s after each product;
+a convnet's im2col or pooling kernel, which comes right after one, then runs at
+the speed of one core.
 
-The policy, applied at ``import tinynet``:
+The policy, applied at ``import tinynet`` and when the first compiled kernel
+is looked up:
 
-* OpenMP workers wait *passively* (``OMP_WAIT_POLICY=PASSIVE``): they sleep as
-  soon as a parallel region ends. It must be in the environment before Numba
-  loads its OpenMP runtime, which happens at the first parallel kernel, after
-  this module runs. Every OpenMP runtime loaded later in the process reads it
-  too (PyTorch's, if it is imported after tinynet).
-* Both pools keep one thread per core; :func:`set_num_threads` changes both.
+* **One pool** (:func:`share_pool_with_blas`): where NumPy's BLAS is an
+  OpenBLAS that lets its caller run its threads (0.3.27 and later, as NumPy's
+  wheels ship), its work runs on Numba's workers (``kernels/cpu_blas_pool.py``).
+  Those workers spin for a while when idle (``GOMP_SPINCOUNT``
+  :data:`SPIN_COUNT`, about what OpenBLAS's own did), since nothing else wants
+  their core: the next product or kernel starts at once.
+* Every **other** OpenMP runtime loaded later in the process (PyTorch's, if it
+  is imported after tinynet) makes its idle workers sleep at once
+  (``OMP_WAIT_POLICY=PASSIVE``), so that it does not take tinynet's cores.
+  Where the pool cannot be shared (another BLAS, an older OpenBLAS, Numba's
+  ``workqueue`` layer), Numba's own workers sleep at once too, as before.
+* Both libraries keep one thread per core; :func:`set_num_threads` changes both.
 
-OpenBLAS's own workers are left as they are: after a product they spin for
-2^28 cycles (some 0.1 s) before they sleep, so that the next product starts at
-once. While they spin, a Numba kernel shared out over the cores gets only part
-of the second core, which slows the convnet's step, whose pooling,
-normalization and im2col kernels run right after its products. Making them
-sleep at once (``OPENBLAS_THREAD_TIMEOUT=4``, read when NumPy loads) speeds
-that step up and slows every other model's, whose products come one after
-another: ``benchmarks/threads.py`` has the column.
-
-The user's own settings win: an ``OMP_WAIT_POLICY`` already in the
-environment is left as it is, and so are ``OMP_NUM_THREADS``,
+The user's own settings win: an ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``
+already in the environment is left as it is, and so are ``OMP_NUM_THREADS``,
 ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS`` and ``NUMBA_NUM_THREADS``, which
-the libraries themselves read; :func:`get_num_threads` reports them.
+the libraries themselves read; :func:`get_num_threads` reports them. OpenBLAS
+keeps its own threads whenever it would have more than Numba started
+(``NUMBA_NUM_THREADS``): the pieces of one product wait for each other, so
+each needs a thread. ``TINYNET_SHARE_BLAS_POOL=0`` keeps the two pools apart.
+``benchmarks/threads.py`` times a training step under each configuration.
 """
 from __future__ import annotations
 
 import os
 
-__all__ = ["set_num_threads", "get_num_threads", "apply_wait_policy", "share_cores"]
+__all__ = ["set_num_threads", "get_num_threads", "apply_wait_policy", "share_cores",
+           "share_pool_with_blas", "start_numba_pool", "SPIN_COUNT"]
 
 WAIT_POLICY_VARIABLE = "OMP_WAIT_POLICY"
 THREAD_COUNT_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                           "NUMBA_NUM_THREADS")
 
+SHARE_POOL_VARIABLE = "TINYNET_SHARE_BLAS_POOL"     # "0": OpenBLAS keeps its own threads
+SPIN_COUNT_VARIABLE = "GOMP_SPINCOUNT"
+SPIN_COUNT = "3000000"
+"""How long the shared pool's idle workers spin before they sleep (GNU OpenMP's
+``GOMP_SPINCOUNT``, in rounds of its wait loop: some 0.05-0.2 s)."""
+
 _num_threads = None      # set by set_num_threads; None: the libraries' own defaults
+_policy_is_ours = False  # whether OMP_WAIT_POLICY=PASSIVE came from apply_wait_policy
+_blas_setter = None      # OpenBLAS's callback setter, once the pool is shared
+_pool_checked = False
 
 
 def apply_wait_policy() -> None:
     """Make idle OpenMP workers sleep, unless the user chose a policy."""
-    os.environ.setdefault(WAIT_POLICY_VARIABLE, "PASSIVE")
+    global _policy_is_ours
+    if WAIT_POLICY_VARIABLE not in os.environ:
+        os.environ[WAIT_POLICY_VARIABLE] = "PASSIVE"
+        _policy_is_ours = True
+
+
+def _launch_numba_pool(spin: bool):
+    """Start Numba's workers, if they have not started, with idle workers that
+    spin for :data:`SPIN_COUNT` (``spin``, unless the user chose a policy), and
+    leave the environment as it was; return Numba's threading layer."""
+    import numba
+    try:
+        return numba.threading_layer()
+    except ValueError:                  # not started yet
+        pass
+    saved = {name: os.environ.get(name) for name in (WAIT_POLICY_VARIABLE,
+                                                      SPIN_COUNT_VARIABLE)}
+    if spin and _policy_is_ours:
+        del os.environ[WAIT_POLICY_VARIABLE]
+        os.environ.setdefault(SPIN_COUNT_VARIABLE, SPIN_COUNT)
+    try:
+        numba.get_num_threads()         # loads the threading layer and starts it
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return numba.threading_layer()
+
+
+_SETTER_NAMES = ("openblas_set_threads_callback_function",
+                 "scipy_openblas_set_threads_callback_function64_",
+                 "scipy_openblas_set_threads_callback_function")
+
+
+def _openblas_setter():
+    """The ``set_threads_callback_function`` of the OpenBLAS NumPy uses, or None
+    (another BLAS, or an OpenBLAS older than 0.3.27)."""
+    import ctypes
+
+    from threadpoolctl import threadpool_info
+    for library in threadpool_info():
+        if library.get("internal_api") != "openblas":
+            continue
+        try:
+            loaded = ctypes.CDLL(library["filepath"])
+        except OSError:
+            return None
+        for name in _SETTER_NAMES:
+            setter = getattr(loaded, name, None)
+            if setter is not None:
+                setter.argtypes, setter.restype = [ctypes.c_void_p], None
+                return setter
+    return None
+
+
+def _blas_fits_numba() -> bool:
+    import numba
+    from threadpoolctl import threadpool_info
+    counts = [library["num_threads"] for library in threadpool_info()
+              if library.get("internal_api") == "openblas"]
+    return bool(counts) and max(counts) <= numba.config.NUMBA_NUM_THREADS
+
+
+def start_numba_pool() -> str:
+    """Start Numba's workers, if they have not started, spinning when idle where
+    OpenBLAS will share them (see the module docstring); return Numba's
+    threading layer."""
+    shared = (os.environ.get(SHARE_POOL_VARIABLE) != "0" and _openblas_setter() is not None
+              and _blas_fits_numba())
+    return _launch_numba_pool(spin=shared)
+
+
+def share_pool_with_blas() -> bool:
+    """Run OpenBLAS's threads' work on Numba's pool (see the module docstring):
+    once per process, when the first compiled kernel is looked up. Return
+    whether the pool is shared."""
+    global _blas_setter, _pool_checked
+    if _pool_checked:
+        return _blas_setter is not None
+    _pool_checked = True
+    if os.environ.get(SHARE_POOL_VARIABLE) == "0":
+        return False
+    setter = _openblas_setter()
+    layer = start_numba_pool()
+    if setter is None or layer not in ("omp", "tbb"):    # workqueue: one launch at a time
+        return False
+    _blas_setter = setter
+    os.register_at_fork(after_in_child=_forget_pool)
+    _rejoin()
+    return True
+
+
+def _forget_pool() -> None:
+    """In a forked child: Numba's workers did not come along, OpenBLAS's own restart."""
+    global _blas_setter
+    from tinynet.kernels import cpu_blas_pool
+    _blas_setter = None
+    cpu_blas_pool.leave()
+
+
+def _rejoin() -> None:
+    """Share the pool if OpenBLAS's thread count fits in Numba's, else leave it."""
+    from tinynet.kernels import cpu_blas_pool
+    if _blas_setter is not None and _blas_fits_numba():
+        cpu_blas_pool.join(_blas_setter)
+    else:
+        cpu_blas_pool.leave()
 
 
 def _cores() -> int:
@@ -88,9 +209,14 @@ def set_num_threads(n: int) -> None:
     from threadpoolctl import threadpool_limits
 
     global _num_threads
+    if _blas_setter is not None and n > numba.config.NUMBA_NUM_THREADS:
+        from tinynet.kernels import cpu_blas_pool
+        cpu_blas_pool.leave()           # before OpenBLAS has more threads than Numba
     threadpool_limits(limits=n, user_api="blas")
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     _num_threads = n
+    if _blas_setter is not None:
+        _rejoin()
 
 
 def share_cores(processes: int) -> None:
