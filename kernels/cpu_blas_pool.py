@@ -33,6 +33,7 @@ __all__ = ["join", "leave", "joined", "run_blas_jobs"]
 
 start_numba_pool()          # the callback, compiled or loaded below, calls into the pool
 
+
 @intrinsic
 def _call_job(typingctx, dojob, position, element, data):
     """``dojob(position, element, data)``: a call through OpenBLAS's function

@@ -37,6 +37,7 @@ each needs a thread. ``TINYNET_SHARE_BLAS_POOL=0`` keeps the two pools apart.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 __all__ = ["set_num_threads", "get_num_threads", "apply_wait_policy", "share_cores",
@@ -96,12 +97,15 @@ _SETTER_NAMES = ("openblas_set_threads_callback_function",
                  "scipy_openblas_set_threads_callback_function")
 
 
+@functools.cache
 def _openblas_setter():
     """The ``set_threads_callback_function`` of the OpenBLAS NumPy uses, or None
-    (another BLAS, or an OpenBLAS older than 0.3.27)."""
+    (another BLAS, an OpenBLAS older than 0.3.27, or ``TINYNET_SHARE_BLAS_POOL=0``)."""
     import ctypes
 
     from threadpoolctl import threadpool_info
+    if os.environ.get(SHARE_POOL_VARIABLE) == "0":
+        return None
     for library in threadpool_info():
         if library.get("internal_api") != "openblas":
             continue
@@ -129,9 +133,7 @@ def start_numba_pool() -> str:
     """Start Numba's workers, if they have not started, spinning when idle where
     OpenBLAS will share them (see the module docstring); return Numba's
     threading layer."""
-    shared = (os.environ.get(SHARE_POOL_VARIABLE) != "0" and _openblas_setter() is not None
-              and _blas_fits_numba())
-    return _launch_numba_pool(spin=shared)
+    return _launch_numba_pool(spin=_openblas_setter() is not None and _blas_fits_numba())
 
 
 def share_pool_with_blas() -> bool:
@@ -142,8 +144,6 @@ def share_pool_with_blas() -> bool:
     if _pool_checked:
         return _blas_setter is not None
     _pool_checked = True
-    if os.environ.get(SHARE_POOL_VARIABLE) == "0":
-        return False
     setter = _openblas_setter()
     layer = start_numba_pool()
     if setter is None or layer not in ("omp", "tbb"):    # workqueue: one launch at a time
