@@ -52,6 +52,27 @@ def test_clip_grad_norm_float32_matches_torch():
     assert_same_grads(ours, ref, rtol=1e-6)
 
 
+@pytest.mark.parametrize("max_norm", [1e6, 0.4])       # the total norm is 0.47
+def test_grads_under_the_limit_keep_their_bits_and_those_over_it_are_scaled(max_norm):
+    """A factor of exactly 1 leaves the arrays untouched (PyTorch multiplies by
+    it: the same bits); over the limit every gradient is scaled."""
+    rng = np.random.default_rng(5)
+    values = rng.standard_normal(64).astype(np.float32) / 16
+    values[:3] = (-0.0, np.float32(1e-42), -np.float32(1e-42))    # -0 and subnormals
+    ours, ref = parameter_pairs([values.reshape(8, 8), values[:5]], np.float32)
+    arrays = [p.grad.data for p in ours]
+    before = [a.copy() for a in arrays]
+    nn.utils.clip_grad_norm_(ours, max_norm)
+    torch.nn.utils.clip_grad_norm_(ref, max_norm)
+    for p, q, array, old in zip(ours, ref, arrays, before, strict=True):
+        assert p.grad.data is array
+        if max_norm == 1e6:
+            assert array.tobytes() == old.tobytes() == q.grad.numpy().tobytes()
+        else:
+            assert np.abs(array).sum() < np.abs(old).sum()
+            np.testing.assert_allclose(array, q.grad.numpy(), rtol=1e-6, atol=0)
+
+
 def test_clip_grad_norm_of_one_tensor_and_of_none():
     ours, ref = parameter_pairs(gradients()[:1])
     nn.utils.clip_grad_norm_(ours[0], 0.5)

@@ -2,10 +2,12 @@
 
 ``clip_grad_norm_`` = ``get_total_norm`` of the gradients, then
 ``clip_grads_with_norm_``: every gradient is multiplied in place by
-min(max_norm / (total_norm + 1e-6), 1). The multiplication happens even when
-the factor is 1, so a NaN or infinite norm reaches the gradients (as in
-PyTorch) unless ``error_if_nonfinite=True`` stops it, and no value has to be
-copied from the GPU to decide whether to clip.
+min(max_norm / (total_norm + 1e-6), 1). A NaN or infinite norm reaches the
+gradients (as in PyTorch: NaN and 0 are factors too) unless
+``error_if_nonfinite=True`` stops it. On the CPU a factor of exactly 1 leaves
+the gradients as they are, which is what multiplying by it gives, bit for bit;
+on a GPU they are multiplied whatever the factor, so that no value has to be
+copied to the host to decide.
 
 ``parameter_grad_norms`` reports ‖∂L/∂W‖₂ of each parameter by name: the
 quantity Xiong et al. (2020) compare across layers to show that at
@@ -84,6 +86,8 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm) -> None:
     xp = get_array_module(grads[0])
     total = xp.asarray(total)
     factor = xp.minimum(max_norm / (total + 1e-6), 1.0)
+    if xp is np and factor == 1:
+        return
     with np.errstate(invalid="ignore"):       # inf · 0 = NaN is the intended result
         for g in grads:
             g *= factor
