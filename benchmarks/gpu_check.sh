@@ -8,7 +8,7 @@
 #
 # Time, estimated for an H200 machine: the parts before the training runs take
 # at most their limits, 90 + 150 + 120 + 150 + 60 s, and usually less; the
-# fifteen training runs take 10-30 s each (start-up, data, compiling the kernels,
+# seventeen training runs take 10-30 s each (start-up, data, compiling the kernels,
 # then a few seconds of steps): 7-10 minutes in all. Every part after the tests gets at
 # most what is left of 9.5 minutes from the start, and is skipped when that is
 # spent, so that the whole stays under 10 minutes.
@@ -151,6 +151,9 @@ steps sweep-batch128 batch_size_sweep.py --norms layer --batch-sizes 128 --seeds
 # iterations: one evaluation at the start and one at the end, on 2 batches each.
 steps char_lm-gpt char_lm.py --preset cpu --max-iters 100 --eval-interval 100 \
     --eval-iters 2 --sample 0 --no-progress
+# The LN-LSTM language model of the GPT's size (0.80 M parameters), the same 100 iterations.
+steps char_lm-ln-lstm char_lm.py --model ln-lstm --preset cpu --max-iters 100 \
+    --eval-interval 100 --eval-iters 2 --sample 0 --no-progress
 
 # Where GPU training spends the host's time, 500 steps at batch 4. The second table
 # counts the calls that bring values to the host (item, get, asnumpy, tolist) or wait

@@ -252,7 +252,8 @@ requires_no_gpu = pytest.mark.skipif(tinynet.cuda_is_available(),
     (batch_size_sweep, ["--norms", "layer", "--batch-sizes", "8", "--seeds", "0",
                         "--examples", "64", "--workers", "1"]),
     (char_lm, ["--preset", "tiny", "--max-iters", "2", "--no-progress"]),
-], ids=["mnist_mlp", "mnist_cnn", "ln_lstm", "batch_size_sweep", "char_lm"])
+    (char_lm, ["--model", "ln-lstm", "--preset", "tiny", "--max-iters", "2", "--no-progress"]),
+], ids=["mnist_mlp", "mnist_cnn", "ln_lstm", "batch_size_sweep", "char_lm", "char_lm-ln-lstm"])
 def test_device_cuda_without_cupy_or_a_gpu_stops_before_any_data_naming_what_is_missing(
         tmp_path, capsys, script, argv):
     missing = tmp_path / "no-mnist-here"      # read before the device check, it would fail
