@@ -130,6 +130,28 @@ def test_sdpa_fully_masked_query_row_gives_zero_output_and_gradients_as_torch():
     assert_all_close(out + grads, sum(ref, []))
 
 
+def test_output_and_gradients_are_laid_out_as_the_inputs():
+    """q, k and v as a GPT makes them, views of one projection (B, L, 3, heads, E): the
+    output is laid out as q, so that gathering the heads back is a view, and the values
+    and gradients are those of contiguous q, k and v."""
+    projection = np.random.default_rng(0).standard_normal((2, 5, 3, 4, 6))
+    weights = tinynet.tensor(np.random.default_rng(1).standard_normal((2, 5, 24)))
+    leaf = tinynet.tensor(projection, requires_grad=True)
+    q, k, v = leaf.permute(2, 0, 3, 1, 4).unbind(0)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    heads = out.transpose(1, 2).reshape(2, 5, 24)
+    (heads * weights).sum().backward()
+    assert np.shares_memory(heads.numpy(), out.numpy())
+
+    separate = [tinynet.tensor(np.ascontiguousarray(a), requires_grad=True)
+                for a in projection.transpose(2, 0, 3, 1, 4)]
+    ref = F.scaled_dot_product_attention(*separate, is_causal=True)
+    (ref.transpose(1, 2).reshape(2, 5, 24) * weights).sum().backward()
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), **TOL)
+    ref_grad = np.stack([t.grad.numpy() for t in separate]).transpose(1, 3, 0, 2, 4)
+    np.testing.assert_allclose(leaf.grad.numpy(), ref_grad, **TOL)
+
+
 @pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "causal"])
 def test_fused_attention_agrees_with_the_composite(mask_kind):
     q, k, v = arrays((2, 3, 5, 4), (2, 3, 5, 4), (2, 3, 5, 6))

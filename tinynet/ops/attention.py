@@ -18,6 +18,11 @@ softmax and its backward are kernels of the backend's table
 (``attention_softmax_forward``/``_backward``: the spec in kernels/reference.py,
 compiled row loops on the CPU in kernels/cpu_softmax.py).
 Every product is batched over the leading axes, which broadcast.
+
+O is laid out in memory as Q is, and each gradient as its input (dQ as Q...),
+as PyTorch's CPU attention does: a GPT's q, k and v are views of one
+projection (batch, L, 3, heads, E), and O and the gradients then go to and
+from it through its permutes and reshapes without a copy.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import device_of, get_array_module, get_backend, kernels_for
+from .shape import empty_in_layout, memory_order
 
 __all__ = ["ScaledDotProductAttention", "causal_bias", "scaled_dot_product_attention"]
 
@@ -43,6 +49,19 @@ def causal_bias(xp, queries, keys, dtype):
 
 def _swap(a):
     return a.swapaxes(-1, -2)
+
+
+def _product(a, b, layout_of, shape=None):
+    """a @ b, laid out in memory as the array ``layout_of`` is where it has as many
+    axes and its rows are contiguous (as BLAS writes them), else C-ordered; summed
+    to ``shape``, a gradient's, over the axes broadcast against it."""
+    xp = get_array_module(a)
+    full = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    order = list(range(len(full)))
+    if layout_of.ndim == len(full) and memory_order(layout_of)[-1] == len(full) - 1:
+        order = memory_order(layout_of)
+    out = xp.matmul(a, b, out=empty_in_layout(xp, full, xp.result_type(a, b), order))
+    return out if shape is None else unbroadcast(out, shape)
 
 
 class ScaledDotProductAttention(Function):
@@ -65,7 +84,7 @@ class ScaledDotProductAttention(Function):
             kept = weights * drop
         ctx.save_for_backward(q, k, v, weights, drop)
         ctx.meta = (scale, None if bias is None else bias.shape)
-        return kept @ v
+        return _product(kept, v, q)
 
     @staticmethod
     def backward(ctx, grad):
@@ -74,7 +93,7 @@ class ScaledDotProductAttention(Function):
         grad_v = None
         if ctx.needs_input_grad(2):
             kept = weights if drop is None else weights * drop
-            grad_v = unbroadcast(_swap(kept) @ grad, v.shape)
+            grad_v = _product(_swap(kept), grad, v, v.shape)
         grad_weights = grad @ _swap(v)
         if drop is not None:
             grad_weights *= drop
@@ -86,9 +105,8 @@ class ScaledDotProductAttention(Function):
             grad_scores *= grad_scores.dtype.type(scale)
         else:
             grad_scores = kernels.attention_softmax_backward(grad_weights, weights, scale)
-        grad_q = unbroadcast(grad_scores @ k, q.shape) if ctx.needs_input_grad(0) else None
-        grad_k = (unbroadcast(_swap(grad_scores) @ q, k.shape)
-                  if ctx.needs_input_grad(1) else None)
+        grad_q = _product(grad_scores, k, q, q.shape) if ctx.needs_input_grad(0) else None
+        grad_k = _product(_swap(grad_scores), q, k, k.shape) if ctx.needs_input_grad(1) else None
         return grad_q, grad_k, grad_v, grad_bias, None, None
 
 
