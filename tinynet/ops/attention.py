@@ -20,9 +20,10 @@ compiled row loops on the CPU in kernels/cpu_softmax.py).
 Every product is batched over the leading axes, which broadcast.
 
 O is laid out in memory as Q is, and each gradient as its input (dQ as Q...),
-as PyTorch's CPU attention does: a GPT's q, k and v are views of one
-projection (batch, L, 3, heads, E), and O and the gradients then go to and
-from it through its permutes and reshapes without a copy.
+as PyTorch's CPU attention does. A GPT's q, k and v are views of one
+projection (batch, L, 3, heads, E): its heads then merge back into (batch, L,
+C) as a view, and the three gradients go into the projection's layout in one
+copy of whole rows.
 """
 from __future__ import annotations
 
@@ -57,9 +58,9 @@ def _product(a, b, layout_of, shape=None):
     to ``shape``, a gradient's, over the axes broadcast against it."""
     xp = get_array_module(a)
     full = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-    order = list(range(len(full)))
-    if layout_of.ndim == len(full) and memory_order(layout_of)[-1] == len(full) - 1:
-        order = memory_order(layout_of)
+    order = memory_order(layout_of) if layout_of.ndim == len(full) else None
+    if order is None or order[-1] != len(full) - 1:
+        order = list(range(len(full)))
     out = xp.matmul(a, b, out=empty_in_layout(xp, full, xp.result_type(a, b), order))
     return out if shape is None else unbroadcast(out, shape)
 
