@@ -33,7 +33,8 @@ from tinynet.backend import get_array_module
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms_norm_backward",
            "adam_step", "erf", "gelu_forward", "gelu_backward", "attention_softmax_forward",
-           "attention_softmax_backward", "sigmoid_forward", "sigmoid_backward", "silu_forward",
+           "attention_softmax_backward", "attention_heads_forward", "attention_heads_backward",
+           "sigmoid_forward", "sigmoid_backward", "silu_forward",
            "silu_backward", "tanh_backward", "relu_forward", "relu_backward",
            "gelu_tanh_forward", "gelu_tanh_backward", "softmax_forward", "softmax_backward",
            "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
@@ -217,6 +218,19 @@ def attention_softmax_backward(grad_weights, weights, scale):
     grad_weights -= weights * product.sum(axis=-1, keepdims=True)
     grad_weights *= grad_weights.dtype.type(scale)
     return grad_weights
+
+
+def attention_heads_forward(q, k, v, bias, scale):
+    """The whole attention of every head in one kernel, where a device has one
+    (kernels/cpu_attention.py). Its spec is ScaledDotProductAttention's own batched
+    products and the softmax above (tinynet/ops/attention.py), which run where this
+    returns None, as it always does here."""
+    return None
+
+
+def attention_heads_backward(q, k, v, weights, grad, scale):
+    """The gradients of :func:`attention_heads_forward`'s attention; None here."""
+    return None
 
 
 

@@ -143,6 +143,8 @@ FUSED_KERNELS = {
     **_kernels("cpu_gelu", "reference", "gelu_forward", "gelu_backward"),
     **_kernels("cpu_softmax", "reference", "attention_softmax_forward",
                "attention_softmax_backward"),
+    **_kernels("cpu_attention", "reference", "attention_heads_forward",
+               "attention_heads_backward"),
     **_kernels("cpu_pointwise", "reference", "sigmoid_forward", "sigmoid_backward",
                "silu_forward", "silu_backward", "tanh_backward", "relu_forward",
                "relu_backward", "gelu_tanh_forward", "gelu_tanh_backward"),

@@ -17,7 +17,11 @@ are 0 (PyTorch's convention), not the NaN of softmax over −∞ only. The
 softmax and its backward are kernels of the backend's table
 (``attention_softmax_forward``/``_backward``: the spec in kernels/reference.py,
 compiled row loops on the CPU in kernels/cpu_softmax.py).
-Every product is batched over the leading axes, which broadcast.
+Every product is batched over the leading axes, which broadcast. Without
+dropout, the whole node may run as one kernel of the table
+(``attention_heads_forward``/``_backward``, kernels/cpu_attention.py: every
+head at once, on the CPU's cores); where it returns None, as the spec's
+always does, the products and the softmax above run.
 
 O is laid out in memory as Q is, and each gradient as its input (dQ as Q...),
 as PyTorch's CPU attention does. A GPT's q, k and v are views of one
@@ -75,6 +79,12 @@ class ScaledDotProductAttention(Function):
     @staticmethod
     def forward(ctx, q, k, v, bias, dropout_p, scale):
         kernels = kernels_for(q)
+        ctx.meta = (scale, None if bias is None else bias.shape)
+        heads = None if dropout_p > 0 else kernels.attention_heads_forward(q, k, v, bias, scale)
+        if heads is not None:           # every head at once, where the device has a kernel
+            out, weights = heads
+            ctx.save_for_backward(q, k, v, weights, None)
+            return out
         weights = kernels.attention_softmax_forward(q @ _swap(k), bias, scale)
         kept = weights
         drop = None
@@ -84,13 +94,17 @@ class ScaledDotProductAttention(Function):
             drop = drop.astype(weights.dtype) * weights.dtype.type(1 / (1 - dropout_p))
             kept = weights * drop
         ctx.save_for_backward(q, k, v, weights, drop)
-        ctx.meta = (scale, None if bias is None else bias.shape)
         return _product(kept, v, q)
 
     @staticmethod
     def backward(ctx, grad):
         q, k, v, weights, drop = ctx.saved
         scale, bias_shape = ctx.meta
+        kernels = kernels_for(q)
+        if drop is None and not (bias_shape is not None and ctx.needs_input_grad(3)):
+            heads = kernels.attention_heads_backward(q, k, v, weights, grad, scale)
+            if heads is not None:
+                return (*heads, None, None, None)
         grad_v = None
         if ctx.needs_input_grad(2):
             kept = weights if drop is None else weights * drop
@@ -98,7 +112,6 @@ class ScaledDotProductAttention(Function):
         grad_weights = grad @ _swap(v)
         if drop is not None:
             grad_weights *= drop
-        kernels = kernels_for(q)
         grad_bias = None
         if bias_shape is not None and ctx.needs_input_grad(3):     # dM is dS unscaled
             grad_scores = kernels.attention_softmax_backward(grad_weights, weights, 1.0)

@@ -1,0 +1,181 @@
+"""The attention of every head at once on the CPU, the heads in parallel on Numba's workers.
+
+ScaledDotProductAttention (tinynet/ops/attention.py) makes six batched products
+a call, each of them, for a GPT's (12, 4, 64, 32) heads, 48 small ones. OpenBLAS
+runs those one after another on one core, and two threads calling its
+``cblas_sgemm`` at once ran slower than one thread: each call takes buffers
+under a lock. NumPy's own OpenBLAS also exports the small-matrix kernels it
+keeps for CPUs with AVX-512 (``sgemm_small_kernel_b0_{nn,nt,tn}_SKYLAKEX``),
+which pack nothing and take no lock. Here one ``prange`` over the heads runs
+each head's products by those kernels, with cpu_softmax's row loops between
+them while the head's scores are in the cache::
+
+    forward:   S = q kᵀ,  P = softmax(scale · S + mask),  O = P v
+    backward:  dP = dO vᵀ,  dV = Pᵀ dO,  dS = scale · P ∘ (dP − rowsum(dP ∘ P)),
+               dQ = dS k,  dK = dSᵀ q
+
+The kernels are column-major: a row-major (m, n) matrix whose rows are ld
+numbers apart is their (n, m) matrix with leading dimension ld, so that S = q kᵀ
+is their Sᵀ = k qᵀ, with k "transposed" and q not ("tn"). The heads' rows may
+lie apart, as a GPT's q, k and v do in the projection they are views of.
+
+For float32 q, k and v of the same (batch, heads), rows contiguous, with no mask
+or one of the scores' (L, S) shape, on an OpenBLAS that has those kernels. For
+anything else these return None, and the node's own batched products run (they
+are the spec). In the GPT's training iteration (the cpu recipe) the heads in
+parallel made the whole iteration 8 % faster (``benchmarks/train_step.py``).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+from .cpu_softmax import _backward_rows, _softmax_rows_float32
+
+__all__ = ["attention_heads_forward", "attention_heads_backward", "small_kernels"]
+
+_PRODUCTS = ("tn", "nn", "nt")      # op(A) op(B): "t" transposes, in column-major terms
+_F = np.float32
+
+
+@functools.cache
+def small_kernels():
+    """The addresses of OpenBLAS's kernels C = op(A) op(B) for small float32
+    matrices, (tn, nn, nt), for the CPU type it runs on; None where NumPy's BLAS is
+    not OpenBLAS or has none for this CPU (its own test: whether it would use them
+    for 16 × 16 × 16)."""
+    from threadpoolctl import threadpool_info
+    for library in threadpool_info():
+        if library.get("internal_api") != "openblas" or not library.get("architecture"):
+            continue
+        core = library["architecture"].upper()
+        try:
+            loaded = ctypes.CDLL(library["filepath"])
+        except OSError:
+            return None
+        permit = getattr(loaded, f"sgemm_small_matrix_permit_{core}", None)
+        kernels = [getattr(loaded, f"sgemm_small_kernel_b0_{p}_{core}", None) for p in _PRODUCTS]
+        if permit is None or None in kernels:
+            return None
+        permit.argtypes = [ctypes.c_int, ctypes.c_int] + [ctypes.c_int64] * 3 + [ctypes.c_float] * 2
+        if not permit(0, 0, 16, 16, 16, 1.0, 0.0):       # a generic stand-in, not a kernel
+            return None
+        return tuple(ctypes.cast(k, ctypes.c_void_p).value for k in kernels)
+    return None
+
+
+@intrinsic
+def _product(typingctx, kernel, m, n, k, a, lda, b, ldb, c, ldc):
+    """``kernel(m, n, k, a, lda, 1, b, ldb, c, ldc)``: C (m, n) = op(A) op(B), through
+    the kernel's address; the arrays are given as addresses too."""
+    signature = types.int32(*[types.int64] * 10)
+
+    def codegen(context, builder, signature, arguments):
+        kernel, m, n, k, a, lda, b, ldb, c, ldc = arguments
+        integer, pointer = ir.IntType(64), ir.FloatType().as_pointer()
+        kernel_type = ir.FunctionType(ir.IntType(32), [integer] * 3 + [
+            pointer, integer, ir.FloatType(), pointer, integer, pointer, integer])
+        function = builder.inttoptr(kernel, kernel_type.as_pointer())
+        return builder.call(function, [m, n, k, builder.inttoptr(a, pointer), lda,
+                                       ir.Constant(ir.FloatType(), 1.0),
+                                       builder.inttoptr(b, pointer), ldb,
+                                       builder.inttoptr(c, pointer), ldc])
+    return signature, codegen
+
+
+@njit(inline="always")
+def _at(a):
+    """A matrix's address and the distance of its rows, in elements."""
+    return np.int64(a.ctypes.data), np.int64(a.strides[0] // a.itemsize)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _forward_heads(kernels, q, k, v, bias_rows, scale, weights, out):
+    tn, nn, _ = kernels
+    heads = q.shape[1]
+    queries, keys, width = q.shape[2], k.shape[2], v.shape[3]
+    for i in prange(q.shape[0] * heads):
+        b, h = i // heads, i % heads
+        qa, ql = _at(q[b, h])
+        ka, kl = _at(k[b, h])
+        va, vl = _at(v[b, h])
+        pa, pl = _at(weights[b, h])
+        oa, ol = _at(out[b, h])
+        _product(tn, keys, queries, q.shape[3], ka, kl, qa, ql, pa, pl)      # S = q kᵀ
+        _softmax_rows_float32(weights[b, h], bias_rows, scale)
+        _product(nn, width, queries, keys, va, vl, pa, pl, oa, ol)           # O = P v
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _backward_heads(kernels, q, k, v, weights, grad, scale, grad_scores, dq, dk, dv):
+    tn, nn, nt = kernels
+    heads = q.shape[1]
+    queries, keys, depth, width = q.shape[2], k.shape[2], q.shape[3], v.shape[3]
+    for i in prange(q.shape[0] * heads):
+        b, h = i // heads, i % heads
+        qa, ql = _at(q[b, h])
+        ka, kl = _at(k[b, h])
+        va, vl = _at(v[b, h])
+        pa, pl = _at(weights[b, h])
+        ga, gl = _at(grad[b, h])
+        sa, sl = _at(grad_scores[b, h])
+        _product(tn, keys, queries, width, va, vl, ga, gl, sa, sl)         # dP = dO vᵀ
+        dva, dvl = _at(dv[b, h])
+        _product(nt, width, keys, queries, ga, gl, pa, pl, dva, dvl)       # dV = Pᵀ dO
+        _backward_rows(grad_scores[b, h], weights[b, h], scale)           # dS
+        dqa, dql = _at(dq[b, h])
+        _product(nn, depth, queries, keys, ka, kl, sa, sl, dqa, dql)       # dQ = dS k
+        dka, dkl = _at(dk[b, h])
+        _product(nt, depth, keys, queries, qa, ql, sa, sl, dka, dkl)       # dK = dSᵀ q
+
+
+def _heads_fit(*arrays):
+    """float32 NumPy arrays (batch, heads, rows, columns) of the same batch and heads,
+    each row contiguous."""
+    first = arrays[0]
+    return all(isinstance(a, np.ndarray) and a.dtype == np.float32 and a.ndim == 4
+               and a.shape[:2] == first.shape[:2] and a.strides[3] == a.itemsize
+               and a.strides[2] % a.itemsize == 0 and a.strides[2] > 0 for a in arrays)
+
+
+def _in_layout(shape, like):
+    """An empty float32 array of ``shape`` whose axes lie in memory as ``like``'s do."""
+    order = sorted(range(4), key=lambda axis: -abs(like.strides[axis]))
+    if order[-1] != 3:
+        order = [0, 1, 2, 3]
+    buffer = np.empty([shape[axis] for axis in order], np.float32)
+    return buffer.transpose([order.index(axis) for axis in range(4)])
+
+
+def attention_heads_forward(q, k, v, bias, scale):
+    """(O, P) of scaled dot-product attention without dropout, O laid out as q is;
+    None where this kernel does not apply (see the module docstring)."""
+    kernels = small_kernels()
+    queries, keys = q.shape[2] if q.ndim == 4 else 0, k.shape[2] if k.ndim == 4 else 0
+    if (kernels is None or not _heads_fit(q, k, v) or 0 in q.shape or 0 in k.shape
+            or (bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32
+                                      or bias.shape != (queries, keys)))):
+        return None
+    bias_rows = np.zeros((1, keys), _F) if bias is None else np.ascontiguousarray(bias)
+    weights = np.empty(q.shape[:3] + (keys,), _F)
+    out = _in_layout(q.shape[:3] + (v.shape[3],), q)
+    _forward_heads(kernels, q, k, v, bias_rows, _F(scale), weights, out)
+    return out, weights
+
+
+def attention_heads_backward(q, k, v, weights, grad, scale):
+    """(dQ, dK, dV) of :func:`attention_heads_forward`'s attention, each laid out as
+    its input; None where this kernel does not apply."""
+    kernels = small_kernels()
+    if (kernels is None or not _heads_fit(q, k, v, grad) or weights.dtype != np.float32
+            or not weights.flags.c_contiguous or 0 in q.shape or 0 in k.shape):
+        return None
+    dq, dk, dv = (_in_layout(a.shape, a) for a in (q, k, v))
+    grad_scores = np.empty_like(weights)
+    _backward_heads(kernels, q, k, v, weights, grad, _F(scale), grad_scores, dq, dk, dv)
+    return dq, dk, dv
