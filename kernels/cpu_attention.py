@@ -35,6 +35,8 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
+from tinynet.ops.shape import empty_product_like
+
 from .cpu_softmax import _backward_rows, _softmax_rows_float32
 
 __all__ = ["attention_heads_forward", "attention_heads_backward", "small_kernels"]
@@ -135,27 +137,19 @@ def _heads_fit(*arrays):
                and a.strides[2] % a.itemsize == 0 and a.strides[2] > 0 for a in arrays)
 
 
-def _in_layout(shape, like):
-    """An empty float32 array of ``shape`` whose axes lie in memory as ``like``'s do."""
-    order = sorted(range(4), key=lambda axis: -abs(like.strides[axis]))
-    if order[-1] != 3:
-        order = [0, 1, 2, 3]
-    buffer = np.empty([shape[axis] for axis in order], np.float32)
-    return buffer.transpose([order.index(axis) for axis in range(4)])
-
-
 def attention_heads_forward(q, k, v, bias, scale):
     """(O, P) of scaled dot-product attention without dropout, O laid out as q is;
     None where this kernel does not apply (see the module docstring)."""
     kernels = small_kernels()
-    queries, keys = q.shape[2] if q.ndim == 4 else 0, k.shape[2] if k.ndim == 4 else 0
-    if (kernels is None or not _heads_fit(q, k, v) or 0 in q.shape or 0 in k.shape
-            or (bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32
-                                      or bias.shape != (queries, keys)))):
+    if kernels is None or not _heads_fit(q, k, v) or 0 in q.shape or 0 in k.shape:
+        return None
+    keys = k.shape[2]
+    if bias is not None and (not isinstance(bias, np.ndarray) or bias.dtype != np.float32
+                             or bias.shape != (q.shape[2], keys)):
         return None
     bias_rows = np.zeros((1, keys), _F) if bias is None else np.ascontiguousarray(bias)
     weights = np.empty(q.shape[:3] + (keys,), _F)
-    out = _in_layout(q.shape[:3] + (v.shape[3],), q)
+    out = empty_product_like(np, q.shape[:3] + (v.shape[3],), _F, q)
     _forward_heads(kernels, q, k, v, bias_rows, _F(scale), weights, out)
     return out, weights
 
@@ -167,7 +161,7 @@ def attention_heads_backward(q, k, v, weights, grad, scale):
     if (kernels is None or not _heads_fit(q, k, v, grad) or weights.dtype != np.float32
             or not weights.flags.c_contiguous or 0 in q.shape or 0 in k.shape):
         return None
-    dq, dk, dv = (_in_layout(a.shape, a) for a in (q, k, v))
+    dq, dk, dv = (empty_product_like(np, a.shape, _F, a) for a in (q, k, v))
     grad_scores = np.empty_like(weights)
     _backward_heads(kernels, q, k, v, weights, grad, _F(scale), grad_scores, dq, dk, dv)
     return dq, dk, dv

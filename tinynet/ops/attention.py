@@ -35,7 +35,7 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import device_of, get_array_module, get_backend, kernels_for
-from .shape import empty_in_layout, memory_order
+from .shape import empty_product_like
 
 __all__ = ["ScaledDotProductAttention", "causal_bias", "scaled_dot_product_attention"]
 
@@ -62,10 +62,7 @@ def _product(a, b, layout_of, shape=None):
     to ``shape``, a gradient's, over the axes broadcast against it."""
     xp = get_array_module(a)
     full = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-    order = memory_order(layout_of) if layout_of.ndim == len(full) else None
-    if order is None or order[-1] != len(full) - 1:
-        order = list(range(len(full)))
-    out = xp.matmul(a, b, out=empty_in_layout(xp, full, xp.result_type(a, b), order))
+    out = xp.matmul(a, b, out=empty_product_like(xp, full, xp.result_type(a, b), layout_of))
     return out if shape is None else unbroadcast(out, shape)
 
 

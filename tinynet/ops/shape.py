@@ -206,6 +206,16 @@ def empty_in_layout(xp, shape, dtype, order):
     return buffer.transpose([order.index(axis) for axis in range(len(shape))])
 
 
+def empty_product_like(xp, shape, dtype, like):
+    """An uninitialized array of ``shape`` for a matrix product to write, laid out in
+    memory as ``like`` is where it has as many axes and its rows are contiguous (as
+    BLAS writes them), else C-ordered."""
+    order = memory_order(like) if like.ndim == len(shape) else None
+    if order is None or order[-1] != len(shape) - 1:
+        order = list(range(len(shape)))
+    return empty_in_layout(xp, shape, dtype, order)
+
+
 class Unbind(Function):
     """The slices ``x[..., i, ...]`` along ``axis``: one node, one output per slice.
 
