@@ -11,9 +11,10 @@ processes of its own at its default threads, the rounds alternating between
 them (as in train_step.py). A process times each phase of 40 steps and takes
 their medians: for the MLP forward with the loss, backward and ``Adam.step``;
 for the GPT forward with the loss, backward, ``clip_grad_norm_(…, 1.0)`` and
-``AdamW.step`` with ``zero_grad``. Then, in the same process, it times the
-step's matrix products at the same shapes and layouts with the library's own
-product (NumPy's ``np.matmul`` for tinynet, ``torch.matmul`` for PyTorch):
+``AdamW.step`` with ``zero_grad``. After each step it times the step's matrix
+products alone, at the same shapes and layouts, with the library's own product
+(NumPy's ``np.matmul`` for tinynet, ``torch.matmul`` for PyTorch), so that the
+steps and the products meet the same spells of a shared machine:
 
 * MLP: x Wᵀ for the three layers, dW = dyᵀ x for the three and dx = dy W for
   the upper two;
@@ -33,7 +34,11 @@ product (NumPy's ``np.matmul`` for tinynet, ``torch.matmul`` for PyTorch):
 
 "rest" is the step less those products: what the framework adds around BLAS.
 A cell is the median over the rounds. For tinynet's GPT it also prints
-iteration / products alone (target ≤ 1.25). Nothing here asserts.
+iteration / products alone (target ≤ 1.25): in each process the median over
+its steps of the step over the products timed after it, and the median over the
+processes. A second GPT table times the same iteration at 8 channels, context
+4, batch 1, where there is next to nothing to compute: what each library
+costs per iteration around the arithmetic. Nothing here asserts.
 """
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ from itertools import pairwise
 sys.path.insert(0, os.path.dirname(__file__))
 from torch_gpt import BATCH, RECIPE, GPTRun  # noqa: E402
 
-from common import print_table, timing_rounds  # noqa: E402
+from common import print_table  # noqa: E402
 from train_step import run_clean, torch_models  # noqa: E402
 
 HERE = os.path.abspath(__file__)
@@ -58,40 +63,46 @@ MLP_PHASES = ("forward", "backward", "Adam")
 CNN_CASES = ((128, "batch"), (4, "group"))          # as train_step.py: (batch, norm)
 CNN_LAYERS = ((1, 16, 28), (16, 32, 14))             # (in, out channels, image size)
 GPT_PHASES = ("forward", "backward", "clip", "AdamW")
+OVERHEAD = dict(n_embd=8, block_size=4, batch=1)    # the GPT with next to nothing to compute
 
 
-def phase_medians(phases: dict, before=None, steps: int = 40, warmup: int = 5) -> dict:
-    """Median seconds of each phase of a step: ``phases`` maps each name to a
-    function of no arguments, called in order, once a step; ``before`` (if
-    given) runs untimed at the start of each step."""
-    times = {name: [] for name in phases}
+def phase_times(phases: dict, products, before=None, steps: int = 40,
+                warmup: int = 5) -> dict:
+    """Seconds of each phase of every step, and of the step's products alone
+    right after it: ``phases`` maps each name to a function of no arguments,
+    called in order, once a step; ``products`` runs the products (see
+    :func:`products`); ``before`` (if given) runs untimed at the start of each
+    step. The products alternate with the steps, so that a slow spell of a
+    shared machine hits both alike and their ratio stays meaningful."""
+    timed = {**phases, "products": products}
+    times = {name: [] for name in timed}
     for step in range(warmup + steps):
         if before is not None:
             before()
-        for name, fn in phases.items():
+        for name, fn in timed.items():
             start = time.perf_counter()
             fn()
             if step >= warmup:
                 times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return times
 
 
-def mlp_phases(lib, model, x, y) -> dict:
+def mlp_phases(lib, model, x, y, products) -> dict:
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = lib.nn.functional.cross_entropy
     state = {}
-    return phase_medians({"forward": lambda: state.update(loss=loss_fn(model(x), y)),
-                          "backward": lambda: state["loss"].backward(),
-                          "Adam": opt.step}, before=opt.zero_grad)
+    return phase_times({"forward": lambda: state.update(loss=loss_fn(model(x), y)),
+                        "backward": lambda: state["loss"].backward(),
+                        "Adam": opt.step}, products, before=opt.zero_grad)
 
 
-def gpt_phases(library) -> dict:
-    """The phases of torch_gpt.GPTRun's iteration."""
-    run = GPTRun(library)
+def gpt_phases(library, products, **overrides) -> dict:
+    """The phases of torch_gpt.GPTRun's iteration (``overrides`` as for GPTRun)."""
+    run = GPTRun(library, **overrides)
     state = {}
-    return phase_medians({"forward": lambda: state.update(loss=run.forward()),
-                          "backward": lambda: state["loss"].backward(),
-                          "clip": run.clip, "AdamW": run.update})
+    return phase_times({"forward": lambda: state.update(loss=run.forward()),
+                        "backward": lambda: state["loss"].backward(),
+                        "clip": run.clip, "AdamW": run.update}, products)
 
 
 def mlp_products(rng, batch) -> list:
@@ -155,7 +166,8 @@ def products(matmul, pairs):
 def child(library, model_name, batch):
     import numpy as np
     rng = np.random.default_rng(0)
-    pairs = {"gpt": gpt_products, "cnn": lambda r: cnn_products(r, batch),
+    pairs = {"gpt": gpt_products, "gpt-overhead": lambda r: [],
+             "cnn": lambda r: cnn_products(r, batch),
              "mlp": lambda r: mlp_products(r, batch)}[model_name](rng)
     if library == "torch":
         import torch
@@ -163,8 +175,11 @@ def child(library, model_name, batch):
     else:
         convert, matmul = (lambda a: a), np.matmul
     pairs = [(convert(a), convert(b)) for a, b in pairs]
+    run_products = products(matmul, pairs)
     if model_name == "gpt":
-        result = gpt_phases(library)
+        times = gpt_phases(library, run_products)
+    elif model_name == "gpt-overhead":
+        times = gpt_phases(library, run_products, **OVERHEAD)
     elif model_name == "cnn":
         norm = dict(CNN_CASES)[batch]
         x = rng.random((batch, SIZES[0]), dtype=np.float32)
@@ -176,7 +191,7 @@ def child(library, model_name, batch):
             import tinynet
             from tinynet.models import ConvNet
             lib, model, x, y = tinynet, ConvNet(norm), tinynet.tensor(x), tinynet.tensor(y)
-        result = mlp_phases(lib, model, x, y)
+        times = mlp_phases(lib, model, x, y, run_products)
     else:
         x = rng.random((batch, SIZES[0]), dtype=np.float32)
         y = rng.integers(0, 10, batch)
@@ -186,8 +201,11 @@ def child(library, model_name, batch):
             import tinynet
             from tinynet.models import MLP
             lib, model, x, y = tinynet, MLP("layer"), tinynet.tensor(x), tinynet.tensor(y)
-        result = mlp_phases(lib, model, x, y)
-    result["products"] = timing_rounds({"p": products(matmul, pairs)}, repeat=7).median("p")
+        times = mlp_phases(lib, model, x, y, run_products)
+    steps = [sum(parts) for parts in zip(*(t for name, t in times.items() if name != "products"))]
+    result = {name: statistics.median(t) for name, t in times.items()}
+    result["ratio"] = (statistics.median(s / p for s, p in zip(steps, times["products"]))
+                       if pairs else None)
     print(json.dumps(result))
 
 
@@ -200,7 +218,8 @@ def run_child(library, model_name, batch=None):
 
 
 def phase_rows(case, libraries, phases, rounds, model_name, batch=None):
-    """Table rows of one case, and {library: (step ms, products ms)}."""
+    """Table rows of one case, and {library: its processes' step / products
+    ratios (each the median over that process's steps)}."""
     runs = {library: [] for library in libraries}
     for _ in range(rounds):
         for library in libraries:
@@ -212,7 +231,7 @@ def phase_rows(case, libraries, phases, rounds, model_name, batch=None):
         step = sum(cell[phase] for phase in phases)
         rows.append([case, library, *(cell[p] for p in phases), step, cell["products"],
                      step - cell["products"]])
-        totals[library] = step, cell["products"]
+        totals[library] = sorted(r["ratio"] for r in runs[library] if r["ratio"] is not None)
     return rows, totals
 
 
@@ -221,7 +240,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3, help="processes per library and case")
     parser.add_argument("--only", choices=("mlp", "gpt", "cnn"), help="one model's table only")
     parser.add_argument("--child", choices=("tinynet", "torch"), help=argparse.SUPPRESS)
-    parser.add_argument("--model", choices=("mlp", "gpt", "cnn"), help=argparse.SUPPRESS)
+    parser.add_argument("--model", choices=("mlp", "gpt", "gpt-overhead", "cnn"),
+                        help=argparse.SUPPRESS)
     parser.add_argument("--batch", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -249,13 +269,19 @@ def main():
     if args.only in (None, "gpt"):
         case = (f"{RECIPE['n_layer']}x{RECIPE['n_embd']}, context {RECIPE['block_size']}, "
                 f"batch {BATCH}")
-        rows, totals = phase_rows(case, libraries, GPT_PHASES, args.rounds, "gpt")
+        rows, ratios = phase_rows(case, libraries, GPT_PHASES, args.rounds, "gpt")
         print_table(f"GPT (nanoGPT's CPU recipe) training iteration, median ms, {where}",
                     ["case", "library", *GPT_PHASES, "iteration", "products alone", "rest"],
                     rows)
-        iteration, alone = totals["tinynet"]
-        print(f"\ntinynet GPT: iteration / products alone = {iteration / alone:.2f} "
-              f"(target ≤ 1.25)")
+        rows = phase_rows(f"{OVERHEAD['n_embd']} channels, context {OVERHEAD['block_size']}, "
+                          f"batch {OVERHEAD['batch']}", libraries, GPT_PHASES, args.rounds,
+                          "gpt-overhead")[0]
+        print_table(f"The same GPT with next to nothing to compute: what each library adds "
+                    f"around the arithmetic, median ms, {where}",
+                    ["case", "library", *GPT_PHASES, "iteration"], [r[:-2] for r in rows])
+        ratios = ratios["tinynet"]
+        print(f"\ntinynet GPT: iteration / products alone = {statistics.median(ratios):.2f} "
+              f"(the processes: {', '.join(f'{r:.2f}' for r in ratios)}; target ≤ 1.25)")
 
 
 if __name__ == "__main__":

@@ -66,11 +66,16 @@ def torch_gpt(torch, n_layer, n_head, n_embd, block_size, vocab_size, bias):
 
 class GPTRun:
     """The recipe's GPT, its AdamW and a batch generator, in ``library`` ('tinynet' or
-    'torch'); ``block_size`` overrides the recipe's context."""
+    'torch'); ``batch`` and any of the recipe's keys (``block_size``, ``n_embd``...)
+    override the recipe."""
 
-    def __init__(self, library: str, seed: int = 0, block_size: int = RECIPE["block_size"]):
+    def __init__(self, library: str, seed: int = 0, batch: int = BATCH, **overrides):
         import numpy as np
-        self.recipe = dict(RECIPE, block_size=block_size)
+        unknown = set(overrides) - set(RECIPE)
+        if unknown:
+            raise TypeError(f"GPTRun: not keys of the recipe: {sorted(unknown)}")
+        self.recipe = dict(RECIPE, **overrides)
+        self.batch_size = batch
         self.rng = np.random.default_rng(seed)
         if library == "torch":
             import torch
@@ -89,8 +94,8 @@ class GPTRun:
             self.tensor, self.clip_grad_norm_ = tinynet.tensor, tinynet.nn.utils.clip_grad_norm_
 
     def batch(self):
-        """A new (idx, targets) pair of random tokens, (BATCH, block_size)."""
-        shape = (BATCH, self.recipe["block_size"])
+        """A new (idx, targets) pair of random tokens, (batch, block_size)."""
+        shape = (self.batch_size, self.recipe["block_size"])
         vocabulary = self.recipe["vocab_size"]
         return (self.tensor(self.rng.integers(0, vocabulary, shape)),
                 self.tensor(self.rng.integers(0, vocabulary, shape)))
@@ -112,7 +117,7 @@ class GPTRun:
         self.update()
 
 
-def gpt_iteration(library: str, seed: int = 0, block_size: int = RECIPE["block_size"]):
+def gpt_iteration(library: str, seed: int = 0, **overrides):
     """One training iteration of the recipe's GPT with ``library``, as a function of
-    no arguments; each call draws a new batch."""
-    return GPTRun(library, seed, block_size).iteration
+    no arguments; each call draws a new batch. ``overrides`` as for GPTRun."""
+    return GPTRun(library, seed, **overrides).iteration
