@@ -25,10 +25,13 @@ from ._arguments import public_kernels
 __all__ = ["PARALLEL_MIN_ELEMENTS", "chunk_count", "add_chunks", "kernel_functions"]
 
 # Below this many elements the rows are looped over on one thread. Handing work
-# to the worker threads (and waking them where they sleep, tinynet/threads.py)
-# costs tens of microseconds: on two cores one thread was faster up to about
-# 512 K elements, for the LayerNorm rungs and for the Adam step alike.
-PARALLEL_MIN_ELEMENTS = 1 << 19
+# to the worker threads costs about 10 µs where they spin, tens where they sleep
+# (tinynet/threads.py). Timed alone on two cores, one thread was faster up to
+# about 512 K elements; inside training steps, where each pass comes after a
+# product, two were faster from 64 K: the GPT's LayerNorms (768 x 128) and GELUs
+# (768 x 512) shared out took its iteration 5 % less, while the MLP's and the
+# convnet's steps stayed within 1 % (iterations alternated in one process).
+PARALLEL_MIN_ELEMENTS = 1 << 16
 MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
 CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements,
 PARTIALS_MAX_ELEMENTS = 1 << 18  # and at most this many float64 partial sums in all

@@ -6,7 +6,8 @@ erf is the C library's, one call per element that no compiler vectorizes
 (about 6 ns each here). Two ideas:
 
 * **one loop per direction**, so that each element is read and written once
-  (the forward keeps Φ(x) for the backward, as the reference does);
+  (the forward keeps Φ(x) for the backward, as the reference does), shared out
+  over Numba's threads from _cpu_rung.PARALLEL_MIN_ELEMENTS elements;
 * **a vectorizable erf for float32.** erf(x) ≈ x P(x²) / Q(x²), a rational
   function of degree 13 / 8 on [−4, 4] (beyond, erf = ±1 in float32): nothing
   but multiplies, adds and one divide, which the compiler turns into SIMD
@@ -27,8 +28,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from ._cpu_rung import PARALLEL_MIN_ELEMENTS
 from .cpu_pointwise import exp32
 from .reference import ONE_OVER_SQRT_TWO_PI, SQRT_HALF
 
@@ -55,34 +57,91 @@ def erf32(x):
     return p / q
 
 
+@njit(inline="always", error_model="numpy", fastmath={"contract"})
+def _forward_element32(i, x, y, cdf):
+    c = _HALF * (_ONE + erf32(x[i] * _SQRT_HALF32))
+    cdf[i] = c
+    y[i] = x[i] * c
+
+
+@njit(inline="always", error_model="numpy")
+def _forward_element64(i, x, y, cdf):
+    c = 0.5 * (1 + math.erf(x[i] * SQRT_HALF))
+    cdf[i] = c
+    y[i] = x[i] * c
+
+
+@njit(inline="always", error_model="numpy", fastmath={"contract"})
+def _backward_element32(i, grad, x, cdf, dx):
+    gaussian = exp32(np.float32(-0.5) * x[i] * x[i])
+    dx[i] = grad[i] * (cdf[i] + x[i] * (gaussian * np.float32(ONE_OVER_SQRT_TWO_PI)))
+
+
+@njit(inline="always", error_model="numpy")
+def _backward_element64(i, grad, x, cdf, dx):
+    pdf = math.exp(-0.5 * x[i] * x[i]) * ONE_OVER_SQRT_TWO_PI
+    dx[i] = grad[i] * (cdf[i] + x[i] * pdf)
+
+
+# The loops, on one thread and shared out over Numba's (the size picks, as for the norms).
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
 def _forward_float32(x, y, cdf):
     for i in range(x.size):
-        c = _HALF * (_ONE + erf32(x[i] * _SQRT_HALF32))
-        cdf[i] = c
-        y[i] = x[i] * c
+        _forward_element32(i, x, y, cdf)
+
+
+@njit(parallel=True, cache=True, error_model="numpy", fastmath={"contract"})
+def _forward_float32_parallel(x, y, cdf):
+    for i in prange(x.size):
+        _forward_element32(i, x, y, cdf)
 
 
 @njit(cache=True, error_model="numpy")
 def _forward_float64(x, y, cdf):
     for i in range(x.size):
-        c = 0.5 * (1 + math.erf(x[i] * SQRT_HALF))
-        cdf[i] = c
-        y[i] = x[i] * c
+        _forward_element64(i, x, y, cdf)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _forward_float64_parallel(x, y, cdf):
+    for i in prange(x.size):
+        _forward_element64(i, x, y, cdf)
 
 
 @njit(cache=True, error_model="numpy", fastmath={"contract"})
 def _backward_float32(grad, x, cdf, dx):
     for i in range(x.size):
-        gaussian = exp32(np.float32(-0.5) * x[i] * x[i])
-        dx[i] = grad[i] * (cdf[i] + x[i] * (gaussian * np.float32(ONE_OVER_SQRT_TWO_PI)))
+        _backward_element32(i, grad, x, cdf, dx)
+
+
+@njit(parallel=True, cache=True, error_model="numpy", fastmath={"contract"})
+def _backward_float32_parallel(grad, x, cdf, dx):
+    for i in prange(x.size):
+        _backward_element32(i, grad, x, cdf, dx)
 
 
 @njit(cache=True, error_model="numpy")
 def _backward_float64(grad, x, cdf, dx):
     for i in range(x.size):
-        pdf = math.exp(-0.5 * x[i] * x[i]) * ONE_OVER_SQRT_TWO_PI
-        dx[i] = grad[i] * (cdf[i] + x[i] * pdf)
+        _backward_element64(i, grad, x, cdf, dx)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _backward_float64_parallel(grad, x, cdf, dx):
+    for i in prange(x.size):
+        _backward_element64(i, grad, x, cdf, dx)
+
+
+_LOOPS = {(np.float32, False): (_forward_float32, _backward_float32),
+          (np.float32, True): (_forward_float32_parallel, _backward_float32_parallel),
+          (np.float64, False): (_forward_float64, _backward_float64),
+          (np.float64, True): (_forward_float64_parallel, _backward_float64_parallel)}
+
+
+def _loops(dtype, size):
+    """(forward, backward) loops for ``dtype``, shared out from
+    _cpu_rung.PARALLEL_MIN_ELEMENTS elements."""
+    return _LOOPS[dtype, size >= PARALLEL_MIN_ELEMENTS]
 
 
 def _flat(a, dtype):
@@ -94,7 +153,7 @@ def gelu_forward(x):
     dtype = np.float32 if x.dtype == np.float32 else np.float64
     flat = _flat(x, dtype)
     y, cdf = np.empty_like(flat), np.empty_like(flat)
-    (_forward_float32 if dtype == np.float32 else _forward_float64)(flat, y, cdf)
+    _loops(dtype, flat.size)[0](flat, y, cdf)
     return y.reshape(x.shape), cdf.reshape(x.shape)
 
 
@@ -103,8 +162,5 @@ def gelu_backward(grad, x, cdf):
     dtype = np.float32 if x.dtype == grad.dtype == np.float32 else np.float64
     grad, flat, cdf = _flat(grad, dtype), _flat(x, dtype), _flat(cdf, dtype)
     dx = np.empty_like(flat)
-    if dtype == np.float32:
-        _backward_float32(grad, flat, cdf, dx)
-    else:
-        _backward_float64(grad, flat, cdf, dx)
+    _loops(dtype, flat.size)[1](grad, flat, cdf, dx)
     return dx.reshape(x.shape)

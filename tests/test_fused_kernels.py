@@ -50,6 +50,22 @@ def test_gelu_float32_is_no_less_accurate_than_torchs():
     assert ours <= theirs and ours < 1e-6
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_shared_out_over_threads_gives_the_bits_of_one_thread(dtype):
+    from tinynet.kernels._cpu_rung import PARALLEL_MIN_ELEMENTS
+    size = 2 * PARALLEL_MIN_ELEMENTS + 3          # shared out; its pieces below are not
+    x, grad = draw(size, dtype), draw(size, dtype, seed=1)
+    y, cdf = cpu_gelu.gelu_forward(x)
+    dx = cpu_gelu.gelu_backward(grad, x, cdf)
+    pieces = [slice(start, start + PARALLEL_MIN_ELEMENTS - 1)
+              for start in range(0, size, PARALLEL_MIN_ELEMENTS - 1)]
+    one_thread = [cpu_gelu.gelu_forward(x[p]) for p in pieces]
+    np.testing.assert_array_equal(y, np.concatenate([y_p for y_p, _ in one_thread]))
+    np.testing.assert_array_equal(cdf, np.concatenate([c for _, c in one_thread]))
+    np.testing.assert_array_equal(dx, np.concatenate(
+        [cpu_gelu.gelu_backward(grad[p], x[p], cdf[p]) for p in pieces]))
+
+
 def test_gelu_kernels_take_strided_inputs():
     x = draw((6, 8), np.float32)[:, ::2]
     y, cdf = cpu_gelu.gelu_forward(x)
