@@ -202,9 +202,10 @@ def child(library, model_name, batch):
             from tinynet.models import MLP
             lib, model, x, y = tinynet, MLP("layer"), tinynet.tensor(x), tinynet.tensor(y)
         times = mlp_phases(lib, model, x, y, run_products)
-    steps = [sum(parts) for parts in zip(*(t for name, t in times.items() if name != "products"))]
+    steps = [sum(parts) for parts in zip(*(t for name, t in times.items() if name != "products"),
+                                         strict=True)]
     result = {name: statistics.median(t) for name, t in times.items()}
-    result["ratio"] = (statistics.median(s / p for s, p in zip(steps, times["products"]))
+    result["ratio"] = (statistics.median(s / p for s, p in zip(steps, times["products"], strict=True))
                        if pairs else None)
     print(json.dumps(result))
 
