@@ -205,8 +205,8 @@ def child(library, model_name, batch):
     steps = [sum(parts) for parts in zip(*(t for name, t in times.items() if name != "products"),
                                          strict=True)]
     result = {name: statistics.median(t) for name, t in times.items()}
-    result["ratio"] = (statistics.median(s / p for s, p in zip(steps, times["products"], strict=True))
-                       if pairs else None)
+    ratios = [s / p for s, p in zip(steps, times["products"], strict=True)]
+    result["ratio"] = statistics.median(ratios) if pairs else None
     print(json.dumps(result))
 
 
