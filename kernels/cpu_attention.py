@@ -35,7 +35,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from tinynet.ops.shape import empty_product_like
+from tinynet.ops.layout import empty_gradients_like, empty_product_like
 
 from .cpu_softmax import _backward_rows, _softmax_rows_float32
 
@@ -161,7 +161,7 @@ def attention_heads_backward(q, k, v, weights, grad, scale):
     if (kernels is None or not _heads_fit(q, k, v, grad) or weights.dtype != np.float32
             or not weights.flags.c_contiguous or 0 in q.shape or 0 in k.shape):
         return None
-    dq, dk, dv = (empty_product_like(np, a.shape, _F, a) for a in (q, k, v))
+    dq, dk, dv = empty_gradients_like((q, k, v), _F)     # one buffer where q, k, v share one
     grad_scores = np.empty_like(weights)
     _backward_heads(kernels, q, k, v, weights, grad, _F(scale), grad_scores, dq, dk, dv)
     return dq, dk, dv

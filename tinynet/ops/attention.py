@@ -35,7 +35,7 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import device_of, get_array_module, get_backend, kernels_for
-from .shape import empty_product_like
+from .layout import empty_product_like
 
 __all__ = ["ScaledDotProductAttention", "causal_bias", "scaled_dot_product_attention"]
 

@@ -13,6 +13,7 @@ import numpy as np
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module, scatter_add
 from ..tensor import Tensor
+from .layout import empty_in_layout, joined_slices, memory_order
 from .reduction import normalize_axis
 
 __all__ = ["reshape", "permute", "transpose", "flatten", "squeeze", "unsqueeze",
@@ -194,34 +195,15 @@ class Split(Function):
         return xp.concatenate(pieces, axis=axis), None, None
 
 
-def memory_order(x):
-    """x's axes from the slowest-varying in memory to the fastest."""
-    return sorted(range(x.ndim), key=lambda axis: -abs(x.strides[axis]))
-
-
-def empty_in_layout(xp, shape, dtype, order):
-    """An uninitialized array of ``shape`` whose axes lie in memory in ``order``
-    (:func:`memory_order` of another array): its gradient, laid out as it is."""
-    buffer = xp.empty([shape[axis] for axis in order], dtype)
-    return buffer.transpose([order.index(axis) for axis in range(len(shape))])
-
-
-def empty_product_like(xp, shape, dtype, like):
-    """An uninitialized array of ``shape`` for a matrix product to write, laid out in
-    memory as ``like`` is where it has as many axes and its rows are contiguous (as
-    BLAS writes them), else C-ordered."""
-    order = memory_order(like) if like.ndim == len(shape) else None
-    if order is None or order[-1] != len(shape) - 1:
-        order = list(range(len(shape)))
-    return empty_in_layout(xp, shape, dtype, order)
-
-
 class Unbind(Function):
     """The slices ``x[..., i, ...]`` along ``axis``: one node, one output per slice.
 
     The backward writes the slices' gradients into an array laid out in memory
     as x is: x is often a permuted view (a GPT's q, k and v of one product), and
-    its gradient then flows back through the permute and a reshape without a copy."""
+    its gradient then flows back through the permute and a reshape without a copy.
+    Where the slices' gradients already lie as the slices of one array (the
+    attention's heads kernel makes them so, ops/layout.py), that array is the
+    gradient, and nothing is copied."""
 
     backward_reads_inputs = False
 
@@ -233,6 +215,9 @@ class Unbind(Function):
     @staticmethod
     def backward(ctx, *grads):
         shape, dtype, axis, order = ctx.meta
+        joined = joined_slices(grads, axis)
+        if joined is not None and joined.shape == shape and joined.dtype == dtype:
+            return joined, None             # the slices' gradients already lie as one array
         xp = get_array_module(*[g for g in grads if g is not None])
         out = empty_in_layout(xp, shape, dtype, order)
         slices = xp.moveaxis(out, axis, 0)
