@@ -30,7 +30,7 @@ __all__ = ["PARALLEL_MIN_ELEMENTS", "chunk_count", "add_chunks", "kernel_functio
 # about 512 K elements; inside training steps, where each pass comes after a
 # product, two were faster from 64 K: the GPT's LayerNorms (768 x 128) and GELUs
 # (768 x 512) shared out took its iteration 5 % less, while the MLP's and the
-# convnet's steps stayed within 1 % (iterations alternated in one process).
+# convnet's steps stayed within 1.5 % (iterations alternated in one process).
 PARALLEL_MIN_ELEMENTS = 1 << 16
 MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
 CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements,
