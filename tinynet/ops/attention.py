@@ -27,7 +27,8 @@ O is laid out in memory as Q is, and each gradient as its input (dQ as Q...),
 as PyTorch's CPU attention does. A GPT's q, k and v are views of one
 projection (batch, L, 3, heads, E): its heads then merge back into (batch, L,
 C) as a view, and the three gradients go into the projection's layout in one
-copy of whole rows.
+copy of whole rows (``Unbind.backward``), or in none where the heads kernel
+wrote them into one buffer shaped as the projection (ops/layout.py).
 """
 from __future__ import annotations
 
