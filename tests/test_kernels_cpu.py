@@ -279,20 +279,40 @@ def adam_state(shape, dtype, seed=0):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+@pytest.mark.parametrize("weight_decay, decay", [(0.0, 1.0), (0.01, 1.0), (0.0, 0.999)],
+                         ids=["plain", "L2", "decoupled"])
 @pytest.mark.parametrize("shape", [(3, 7), (600, 1000)], ids=["serial", "parallel"])
-def test_adam_step_matches_the_reference(shape, weight_decay, dtype):
+def test_adam_step_matches_the_reference(shape, weight_decay, decay, dtype):
     param, exp_avg, exp_avg_sq, rng = adam_state(shape, dtype)
     ref = [a.copy() for a in (param, exp_avg, exp_avg_sq)]
     for step in range(1, 4):
         grad = rng.standard_normal(shape).astype(dtype)
-        hyper = (step, 1e-2, 0.9, 0.999, 1e-8, weight_decay)
+        hyper = (step, 1e-2, 0.9, 0.999, 1e-8, weight_decay, decay)
         cpu_adam.adam_step(param, grad, exp_avg, exp_avg_sq, *hyper)
         reference.adam_step(ref[0], grad, ref[1], ref[2], *hyper)
     tol = dict(rtol=1e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
     for actual, expected in zip((param, exp_avg, exp_avg_sq), ref, strict=True):
         assert actual.dtype == dtype
         np.testing.assert_allclose(actual, expected, **tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(3, 7), (600, 1000)], ids=["serial", "parallel"])
+def test_adam_step_decay_gives_the_bits_of_decaying_first(shape, dtype):
+    """AdamW's θ ← θ (1 − lr λ) inside the step gives the bits of the separate
+    in-place product before it, which is what torch.optim.AdamW computes."""
+    param, exp_avg, exp_avg_sq, rng = adam_state(shape, dtype)
+    fused = [a.copy() for a in (param, exp_avg, exp_avg_sq)]
+    decay = 1 - 1e-2 * 0.1
+    for step in range(1, 4):
+        grad = rng.standard_normal(shape).astype(dtype)
+        param *= decay
+        cpu_adam.adam_step(param, grad, exp_avg, exp_avg_sq, step, 1e-2, 0.9, 0.99, 1e-8, 0.0)
+        cpu_adam.adam_step(fused[0], grad, fused[1], fused[2], step, 1e-2, 0.9, 0.99, 1e-8,
+                           0.0, decay)
+    for separate, together in zip((param, exp_avg, exp_avg_sq), fused, strict=True):
+        np.testing.assert_array_equal(together.view(np.uint8), separate.view(np.uint8))
+    assert not np.array_equal(fused[0], adam_state(shape, dtype)[0])
 
 
 def test_adam_step_rejects_mismatched_or_strided_arrays():

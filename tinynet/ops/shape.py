@@ -56,7 +56,10 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.transpose(np.argsort(ctx.dims)), None
+        inverse = [0] * len(ctx.dims)         # dim d of the output came from input dim dims[d]
+        for d, source in enumerate(ctx.dims):
+            inverse[source] = d
+        return grad.transpose(inverse), None
 
 
 class Expand(Function):

@@ -44,18 +44,16 @@ class Adam(Optimizer):
         v ← β₂ v + (1 − β₂) g², θ ← θ − lr / (1 − β₁ᵗ) · m / (√v / √(1 − β₂ᵗ) + ε).
         """
         for group, p in self._params_with_grad():
+            backend = get_backend(p.device)
             state = self.state.get(p)
             if state is None:
-                xp = get_backend(p.device).xp
-                state = self.state[p] = {"step": 0, "exp_avg": xp.zeros_like(p.data),
-                                         "exp_avg_sq": xp.zeros_like(p.data)}
+                state = self.state[p] = {"step": 0, "exp_avg": backend.xp.zeros_like(p.data),
+                                         "exp_avg_sq": backend.xp.zeros_like(p.data)}
             state["step"] += 1
             beta1, beta2 = group["betas"]
-            weight_decay = group["weight_decay"]
-            if group["decoupled_weight_decay"]:
-                if weight_decay:
-                    p.data *= 1 - group["lr"] * weight_decay
-                weight_decay = 0.0
-            get_backend(p.device).kernels.adam_step(
+            weight_decay, decay = group["weight_decay"], 1.0
+            if group["decoupled_weight_decay"]:     # AdamW: θ ← θ (1 − lr λ), in the same pass
+                weight_decay, decay = 0.0, 1 - group["lr"] * weight_decay
+            backend.kernels.adam_step(
                 p.data, p.grad.data, state["exp_avg"], state["exp_avg_sq"], state["step"],
-                group["lr"], beta1, beta2, group["eps"], weight_decay)
+                group["lr"], beta1, beta2, group["eps"], weight_decay, decay)
