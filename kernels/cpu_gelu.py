@@ -7,7 +7,11 @@ erf is the C library's, one call per element that no compiler vectorizes
 
 * **one loop per direction**, so that each element is read and written once
   (the forward keeps Φ(x) for the backward, as the reference does), shared out
-  over Numba's threads from _cpu_rung.PARALLEL_MIN_ELEMENTS elements;
+  over Numba's threads from _cpu_rung.PARALLEL_MIN_ELEMENTS elements. The
+  backward reads x and Φ(x) and recomputes φ(x): keeping the whole slope
+  Φ(x) + x φ(x) instead would save it one read, but the exp then in the forward
+  costs more than that read (a forward and backward on (768, 512) float32,
+  0.28–0.32 ms as here against 0.30–0.36 ms);
 * **a vectorizable erf for float32.** erf(x) ≈ x P(x²) / Q(x²), a rational
   function of degree 13 / 8 on [−4, 4] (beyond, erf = ±1 in float32): nothing
   but multiplies, adds and one divide, which the compiler turns into SIMD
