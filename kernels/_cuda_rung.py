@@ -25,7 +25,7 @@ from tinynet.backend import get_array_module
 
 from ._arguments import public_kernels
 
-__all__ = ["SIMULATED", "launch", "product", "kernel_functions"]
+__all__ = ["SIMULATED", "launch", "product", "reciprocal_std", "kernel_functions"]
 
 SIMULATED = bool(numba.config.ENABLE_CUDASIM)
 
@@ -88,6 +88,16 @@ if not SIMULATED:
         if a == numba.float32:
             return lambda a, b: libdevice.fmul_rn(a, b)
         return lambda a, b: libdevice.dmul_rn(a, b)
+
+
+@cuda.jit(device=True)
+def reciprocal_std(squares, H, eps):
+    """1/σ = 1/sqrt(Σ (x − μ)²/H + ε) from a row's float64 sum of squares; NaN where
+    that sum overflowed (a float64 row past about 10¹⁵⁴), not the 0 of 1/sqrt(∞),
+    which would turn the row into β (kernels/reference.py)."""
+    if math.isinf(squares):
+        return math.nan
+    return 1.0 / math.sqrt(squares / H + eps)
 
 
 @cuda.jit

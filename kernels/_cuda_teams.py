@@ -5,11 +5,10 @@ A *team* is the warp or the whole block that works on one row (_cuda_launch).
 """
 from __future__ import annotations
 
-import math
-
 from numba import cuda, float64
 
 from ._cuda_launch import WARP
+from ._cuda_rung import reciprocal_std
 from ._cuda_vectors import load_lanes
 from .cuda_2_warp import _warp_sum
 
@@ -51,8 +50,9 @@ def _statistics(shifted_sum, H, whole_block, warp_sums):
 
 @cuda.jit(device=True)
 def _rstd(squares_sum, H, eps, whole_block, warp_sums):
-    """1/σ from the team's sums of (d − mean(d))² (paper, Eq. 3)."""
-    return 1.0 / math.sqrt(_team_sum(squares_sum, whole_block, warp_sums) / H + eps)
+    """1/σ from the team's sums of (d − mean(d))² (paper, Eq. 3); NaN where they
+    overflowed (_cuda_rung.reciprocal_std)."""
+    return reciprocal_std(_team_sum(squares_sum, whole_block, warp_sums), H, eps)
 
 
 # The per-element formulas, in x's dtype, with d = x − x₀ (x₀: the row's first

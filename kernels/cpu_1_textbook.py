@@ -12,7 +12,8 @@ three passes:
    cancels to noise when the mean is large against σ;
 3. y = g · (x − μ)/σ + b.
 
-Sums are taken in float64 whatever x's dtype. The backward takes two passes
+Sums are taken in float64 whatever x's dtype (_cpu_rung.row_sums_in_float64):
+the squares of a float32 row cannot overflow them. The backward takes two passes
 per row: the sums of g = dy·gain and of g·x̂, then
 dx = (g − mean(g) − x̂ · mean(g·x̂)) / σ (reference.layer_norm_backward).
 dgain and dbias add up over *rows*, which threads share: each chunk of rows
@@ -24,11 +25,10 @@ shift, μ = 0 and no mean(g) term in dx.
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, prange
 
 from ._compile import first_calls_noticed
-from ._cpu_rung import add_chunks, kernel_functions
+from ._cpu_rung import add_chunks, kernel_functions, reciprocal_std, row_sums_in_float64
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
            "rms_norm_backward"]
@@ -44,17 +44,8 @@ _NOTICED = first_calls_noticed("the CPU LayerNorm kernels")
 def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
     H = x.shape[1]
     shift = x[r, 0] if centered else x.dtype.type(0)     # x₀, in x's dtype
-    offset = 0.0                                         # μ − x₀
-    if centered:
-        total = 0.0
-        for j in range(H):
-            total += x[r, j] - shift
-        offset = total / H
-    squares = 0.0
-    for j in range(H):
-        centered_value = (x[r, j] - shift) - offset
-        squares += centered_value * centered_value
-    scale = 1.0 / np.sqrt(squares / H + eps)             # 1/σ
+    offset, squares = row_sums_in_float64(x, r, shift, centered)   # passes 1 and 2
+    scale = reciprocal_std(squares, H, eps)              # 1/σ
     mean[r] = shift + offset
     rstd[r] = scale
     for j in range(H):

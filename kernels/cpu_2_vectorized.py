@@ -18,6 +18,11 @@ reordering of the sum, which LLVM may only do when allowed to reassociate
   that keeps float32 rows far from zero exact (rung 1, reference.py) may not be
   regrouped away. 'nnan' and 'ninf' stay off: a NaN must reach its row.
 
+A float32 row's sums in float32 overflow where rung 1's float64 ones do not
+(its squares, past about 1.8·10¹⁹ per element): a row whose sums come out
+infinite or NaN is summed again by rung 1's loops (_cpu_rung), so that it gets
+rung 1's result, or NaN where the input holds a NaN or an infinity.
+
 The passes, the drivers and dgain/dbias are rung 1's; 4-7x faster than it at
 the rows of the paper's models (benchmarks/kernel_ladder.py).
 """
@@ -27,7 +32,13 @@ import numpy as np
 from numba import njit, prange
 
 from ._compile import first_calls_noticed
-from ._cpu_rung import add_chunks, kernel_functions
+from ._cpu_rung import (
+    add_chunks,
+    gradient_sums_in_float64,
+    kernel_functions,
+    reciprocal_std,
+    row_sums_in_float64,
+)
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
            "rms_norm_backward"]
@@ -103,7 +114,9 @@ def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
     shift = x[r, 0] if centered else as_dtype(0)
     offset = _sum_shifted(x, r, shift) / H if centered else 0.0     # μ − x₀
     squares = _sum_squares(x, r, shift, as_dtype(offset))
-    scale = 1.0 / np.sqrt(squares / H + eps)
+    if not np.isfinite(squares):                  # a block's sum overflowed x's dtype
+        offset, squares = row_sums_in_float64(x, r, shift, centered)
+    scale = reciprocal_std(squares, H, eps)
     mean[r] = shift + offset
     rstd[r] = scale
     offset, scale = as_dtype(offset), as_dtype(scale)
@@ -120,6 +133,8 @@ def _backward_rows(r, dy, x, mean, rstd, gain, centered, dx, recent):
     shift = x[r, 0] if centered else as_dtype(0)
     offset = as_dtype(mean[r] - shift)
     sum_g, sum_g_centered = _gradient_sums(dy, x, gain, r, shift, offset)
+    if not (np.isfinite(sum_g) and np.isfinite(sum_g_centered)):
+        sum_g, sum_g_centered = gradient_sums_in_float64(dy, x, gain, r, mean[r])
     mean_g = as_dtype(sum_g / H if centered else 0.0)
     mean_g_x_hat = as_dtype(rstd[r] * sum_g_centered / H)
     scale = as_dtype(rstd[r])

@@ -8,7 +8,8 @@ channel axis or a broadcast against it, on one thread. Here:
 
 * **sums** (the statistics; Σ dy and Σ dy·x̂ in the backward) are taken per
   channel, a channel's planes one after another, each plane's sum in a
-  vectorized loop in float64, then added in order: a task per channel, so the
+  vectorized loop in float64 (the squares of the deviations too, as in the
+  reference), then added in order: a task per channel, so the
   result does not depend on the thread count;
 * **elementwise steps** (x̂, γ x̂ + β; dx) are one loop per plane, with the
   per-channel coefficients computed once; a task per sample in the forward.
@@ -29,6 +30,7 @@ from . import reference_batch_norm
 from ._arguments import FLOAT_DTYPES
 from ._compile import first_calls_noticed
 from ._cpu_rung import PARALLEL_MIN_ELEMENTS
+from .reference_batch_norm import channel_rstd
 
 __all__ = ["batch_norm_statistics", "batch_norm_forward", "batch_norm_backward"]
 
@@ -48,9 +50,10 @@ def _plane_sum(plane):
 
 @njit(**_SUMS)
 def _plane_squares(plane, mean):
+    """Σ (x − mean)², each deviation squared in float64 (the reference's)."""
     total = 0.0
     for s in range(plane.shape[0]):
-        deviation = plane[s] - mean
+        deviation = np.float64(plane[s] - mean)
         total += deviation * deviation
     return total
 
@@ -182,16 +185,16 @@ def batch_norm_statistics(x):
     """``(mean, squares)`` as :func:`tinynet.kernels.reference_batch_norm.batch_norm_statistics`."""
     if not _compiled_case(x):
         return reference_batch_norm.batch_norm_statistics(x)
-    mean, squares = np.empty(x.shape[1], x.dtype), np.empty(x.shape[1], x.dtype)
+    mean, squares = np.empty(x.shape[1], x.dtype), np.empty(x.shape[1])     # squares in float64
     _driver(_statistics_serial, _statistics_parallel, x)(_planes(x), mean, squares)
     return mean, squares
 
 
 def batch_norm_forward(x, gain, bias, mean, var, eps):
     """``(y, rstd)`` as :func:`tinynet.kernels.reference_batch_norm.batch_norm_forward`."""
-    if not _compiled_case(x, gain, bias, mean, var):
+    if not _compiled_case(x, gain, bias, mean):
         return reference_batch_norm.batch_norm_forward(x, gain, bias, mean, var, eps)
-    rstd = 1.0 / np.sqrt(var + eps)
+    rstd = channel_rstd(var, eps, x.dtype)
     y = np.empty(x.shape, x.dtype)
     _driver(_normalize_serial, _normalize_parallel, x)(
         _planes(x), rstd if gain is None else gain, rstd if bias is None else bias, mean,

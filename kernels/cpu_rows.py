@@ -174,8 +174,9 @@ def _add_bias_loop(rows, bias):
 
 
 def as_rows(a):
-    """The rows of ``a``, a C-ordered array, as a 2-D view."""
-    return a.reshape(-1, a.shape[-1])
+    """The rows of ``a``, a C-ordered array, as a 2-D view (rows of 0 columns too,
+    whose count NumPy cannot infer from a −1)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def _along_rows(loop, fallback):

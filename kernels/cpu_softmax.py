@@ -64,7 +64,7 @@ def _softmax_rows_float32(rows, bias_rows, scale):
             rows[i, j] = exp32(rows[i, j] - shift)
     for i in range(count):
         total = row_sum(rows, i)
-        if total > 0:
+        if total != 0:                  # see _normalize
             inverse = np.float32(1) / total
             for j in range(keys):
                 rows[i, j] *= inverse
@@ -72,10 +72,13 @@ def _softmax_rows_float32(rows, bias_rows, scale):
 
 @njit(**_SUMS)
 def _normalize(rows):
+    """Each row divided by its sum. A row that was −∞ everywhere (a query that may
+    attend to nothing) sums to 0 and stays 0; a row with a NaN sums to NaN, which
+    then fills the row, as in PyTorch."""
     for i in range(rows.shape[0]):
         row = rows[i]
         total = row.sum()
-        if total > 0:
+        if total != 0:
             inverse = 1 / total
             for j in range(row.size):
                 row[j] *= inverse

@@ -19,11 +19,9 @@ the same code with the mean left out (``centered=False``).
 """
 from __future__ import annotations
 
-import math
-
 from numba import cuda, float64
 
-from ._cuda_rung import SIMULATED, kernel_functions, product
+from ._cuda_rung import SIMULATED, kernel_functions, product, reciprocal_std
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
            "rms_norm_backward"]
@@ -66,7 +64,7 @@ def _forward(x, gain, bias, eps, centered, y, mean, rstd):
     for j in range(t, H, THREADS):
         value = (x[r, j] - shift) - offset
         squares += value * value
-    scale = 1.0 / math.sqrt(_block_sum(squares, shared) / H + eps)
+    scale = reciprocal_std(_block_sum(squares, shared), H, eps)
     if t == 0:
         mean[r] = shift + offset
         rstd[r] = scale

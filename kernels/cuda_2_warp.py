@@ -17,7 +17,7 @@ import math
 
 from numba import cuda, float64
 
-from ._cuda_rung import SIMULATED, kernel_functions, product
+from ._cuda_rung import SIMULATED, kernel_functions, product, reciprocal_std
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
            "rms_norm_backward"]
@@ -60,7 +60,7 @@ def _forward(x, gain, bias, eps, centered, y, mean, rstd):
     for j in range(lane, H, WARP):
         value = (x[r, j] - shift) - offset
         squares += value * value
-    scale = 1.0 / math.sqrt(_warp_sum(squares) / H + eps)
+    scale = reciprocal_std(_warp_sum(squares), H, eps)
     if lane == 0:
         mean[r] = shift + offset
         rstd[r] = scale

@@ -14,8 +14,11 @@ Numerics: rows are shifted by their first element before the statistics are
 taken. For x = 10⁴ + 0.01·N(0, 1) in float32 the plain two-pass mean is off by
 about one float32 ulp of 10⁴ (≈ 10⁻³), which is 10 % of σ: x̂ comes out wrong
 by that much. The shifted row holds values of size σ, whose mean is exact to
-float32 precision; statistics are accumulated in float64 and the saved float64
-mean keeps x̂ accurate in the backward too.
+float32 precision. Statistics are accumulated in float64: the saved float64
+mean keeps x̂ accurate in the backward too, and a float32 row's squares cannot
+overflow them (for the float32 row [10²⁰, 1, 2, 3] PyTorch's LayerNorm returns
+NaN; this one the exact [1.73, −0.58, −0.58, −0.58]). A row whose squares
+overflow float64 as well gets NaN.
 
 RMSNorm (Zhang & Sennrich, 2019) drops the mean: each row is divided by its root
 mean square, rms = sqrt((1/H) Σ_i a_i² + ε), and scaled by g. With no mean to
@@ -32,11 +35,12 @@ import numpy as np
 from tinynet.backend import get_array_module
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward", "rms_norm_backward",
+           "reciprocal_std",
            "adam_step", "erf", "gelu_forward", "gelu_backward", "attention_softmax_forward",
            "attention_softmax_backward", "attention_heads_forward", "attention_heads_backward",
            "sigmoid_forward", "sigmoid_backward", "silu_forward",
            "silu_backward", "tanh_backward", "relu_forward", "relu_backward",
-           "gelu_tanh_forward", "gelu_tanh_backward", "softmax_forward", "softmax_backward",
+           "gelu_tanh_forward", "gelu_tanh_backward", "peak", "softmax_forward", "softmax_backward",
            "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
            "cross_entropy_backward", "sum_last_axis", "sum_last_axis_backward", "add_bias",
            "add_rows", "sorted_runs"]
@@ -58,12 +62,20 @@ def layer_norm_forward(x, gain, bias, eps):
     shifted_mean = shifted.mean(axis=1, keepdims=True, dtype=np.float64)
     centered = shifted - shifted_mean                      # a_i − μ, in float64
     variance = (centered * centered).mean(axis=1, keepdims=True)
-    rstd = 1.0 / get_array_module(x).sqrt(variance + eps)  # 1/σ
+    rstd = reciprocal_std(variance, eps)                   # 1/σ
     x_hat = centered * rstd
     y = x_hat if gain is None else x_hat * gain
     y = y if bias is None else y + bias
     mean = shift + shifted_mean
     return y.astype(x.dtype), mean[:, 0], rstd[:, 0]
+
+
+def reciprocal_std(variance, eps):
+    """1/σ = 1/sqrt(variance + ε), NaN where the variance overflowed float64 (a
+    float64 row past about 10¹⁵⁴): 1/sqrt(∞) would be 0, and the row would come
+    out as β, with a zero gradient, instead of showing that it diverged."""
+    xp = get_array_module(variance)
+    return xp.where(xp.isinf(variance), xp.nan, 1.0 / xp.sqrt(variance + eps))
 
 
 def layer_norm_backward(dy, x, mean, rstd, gain):
@@ -102,7 +114,7 @@ def rms_norm_forward(x, gain, eps):
     """
     x64 = x.astype(np.float64, copy=False)
     mean_square = (x64 * x64).mean(axis=1, keepdims=True)
-    rstd = 1.0 / get_array_module(x).sqrt(mean_square + eps)
+    rstd = reciprocal_std(mean_square, eps)
     x_hat = x64 * rstd
     y = x_hat if gain is None else x_hat * gain
     return y.astype(x.dtype), rstd[:, 0]
@@ -300,10 +312,22 @@ def gelu_tanh_backward(grad, x):
 
 
 # ------------------------------------------------------------------- the rows
+def peak(x, axis):
+    """The maximum of ``x`` along ``axis`` (an int or a tuple), kept as a dim of
+    size 1: the shift of the softmax family. Over an empty axis it is −∞, the
+    maximum of nothing, as PyTorch's softmax and logsumexp take it (a sum of no
+    exponentials is 0, and log 0 = −∞), where NumPy's max refuses."""
+    if x.size:
+        return x.max(axis=axis, keepdims=True)
+    axes = {a % x.ndim for a in (axis if isinstance(axis, tuple) else (axis,))}
+    shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape))
+    return get_array_module(x).full(shape, -np.inf, x.dtype)
+
+
 def softmax_forward(x, axis):
     """softmax(x) = e^(x − max) / Σ e^(x − max) along ``axis``: shifted by the
     maximum, so that nothing overflows."""
-    y = get_array_module(x).exp(x - x.max(axis=axis, keepdims=True))
+    y = get_array_module(x).exp(x - peak(x, axis))
     y /= y.sum(axis=axis, keepdims=True)
     return y
 
@@ -316,7 +340,7 @@ def softmax_backward(grad, y, axis):
 def log_softmax_forward(x, axis):
     """log softmax(x) = (x − max) − log Σ e^(x − max) along ``axis``."""
     xp = get_array_module(x)
-    shifted = x - x.max(axis=axis, keepdims=True)
+    shifted = x - peak(x, axis)
     return shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
 
 
@@ -330,7 +354,7 @@ def cross_entropy_forward(logits, target):
     log Σ_j e^(z_ij) − z_i[t_i], the log-normalizer shifted by the row's maximum,
     and probs = softmax(z) = e^(z − log Σ e^z), which the backward needs."""
     xp = get_array_module(logits)
-    shift = logits.max(axis=1, keepdims=True)
+    shift = peak(logits, 1)
     log_norm = xp.log(xp.exp(logits - shift).sum(axis=1, keepdims=True)) + shift
     losses = log_norm[:, 0] - logits[xp.arange(logits.shape[0]), target]
     return losses, xp.exp(logits - log_norm)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from tinynet.backend import get_array_module
 
-__all__ = ["batch_norm_statistics", "batch_norm_forward", "batch_norm_backward"]
+__all__ = ["batch_norm_statistics", "channel_rstd", "batch_norm_forward", "batch_norm_backward"]
 
 
 def _channel_view(x):
@@ -34,18 +34,27 @@ def _axes(x):
 
 
 def batch_norm_statistics(x):
-    """``(mean, squares)`` per channel: the mean and Σ (x − mean)² of each channel's
-    N·H·W values, of x's dtype."""
+    """``(mean, squares)`` per channel: the mean of each channel's N·H·W values, of
+    x's dtype, and their Σ (x − mean)², summed in float64: a float32 channel's squares
+    past about 1.8·10¹⁹ would overflow float32, and the channel come out as β."""
+    xp = get_array_module(x)
     mean = x.mean(axis=_axes(x))
-    squares = ((x - mean.reshape(_channel_view(x))) ** 2).sum(axis=_axes(x))
+    deviations = x - mean.reshape(_channel_view(x))
+    squares = xp.square(deviations, dtype=xp.float64).sum(axis=_axes(x))
     return mean, squares
+
+
+def channel_rstd(var, eps, dtype):
+    """1/sqrt(var + ε) per channel, in ``dtype`` (x's). ``var`` may be float64: a
+    float32 batch's variance, which may be past float32's range while 1/σ is not."""
+    return (1.0 / get_array_module(var).sqrt(var + eps)).astype(dtype, copy=False)
 
 
 def batch_norm_forward(x, gain, bias, mean, var, eps):
     """``(y, rstd)``: y = γ (x − mean) · rstd + β per channel, rstd = 1/sqrt(var + ε);
     ``gain`` and ``bias`` (C,) or None."""
-    xp, view = get_array_module(x), _channel_view(x)
-    rstd = 1.0 / xp.sqrt(var + eps)
+    view = _channel_view(x)
+    rstd = channel_rstd(var, eps, x.dtype)
     x_hat = (x - mean.reshape(view)) * rstd.reshape(view)
     y = x_hat if gain is None else x_hat * gain.reshape(view)
     return (y if bias is None else y + bias.reshape(view)), rstd

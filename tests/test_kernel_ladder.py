@@ -191,3 +191,74 @@ def test_the_first_compile_says_so_once_and_later_runs_load_the_cache(tmp_path):
     assert (hits, misses) == (0, 4)                 # two kernels, two dtypes
     _, hits, misses = run()
     assert (hits, misses) == (4, 0)
+
+
+def overflowing_rows(shape, dtype, seed=1):
+    """x, gain, bias, dy of ``shape`` whose rows 1-3 overflow x's dtype in a sum of
+    squares (one huge element; every element huge; dy·(x − μ) huge in the backward),
+    the other rows ordinary."""
+    x, gain, bias, dy = layer_norm_inputs(shape, dtype, seed=seed)
+    big = 1e20 if dtype == np.float32 else 1e160
+    x[1, shape[1] // 2] = big
+    x[2] *= big * 1e5 if dtype == np.float32 else big
+    x[3] *= 1e36 if dtype == np.float32 else 1e150
+    dy[3] *= 10.0
+    return x, gain, bias, dy
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 1000), (4, 4097), (80, 1024)], ids=str)
+def test_float32_rows_whose_squares_overflow_float32_match_float64(rung, shape):
+    """The float64 reference computes these rows exactly; so must every rung, from
+    its float32 arrays (PyTorch's float32 LayerNorm gives NaN)."""
+    kernels = kernels_of(rung)
+    x, gain, bias, dy = overflowing_rows(shape, np.float32)
+    actual = layer_norm_results(kernels, x, gain, bias, dy)
+    exact = layer_norm_results(reference, *(a.astype(np.float64) for a in (x, gain, bias, dy)))
+    for a in actual:
+        assert np.all(np.isfinite(a))
+    y, mean, rstd, dx, dgain, dbias = actual
+    for r in range(shape[0]):
+        assert_close(y[r], exact[0][r], 1e-5)
+        assert_close(dx[r], exact[3][r], 1e-4, scale=rstd[r] * np.max(np.abs(dy[r] * gain)))
+    np.testing.assert_allclose(rstd, exact[2], rtol=1e-6)
+    assert_close(dgain, exact[4], 1e-5)
+    assert_close(dbias, exact[5], 1e-5)
+
+
+@pytest.mark.parametrize("rung", [ladder.REFERENCE] + RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("shape", [(4, 4), (5, 1000), (80, 1024)], ids=str)
+def test_float64_rows_whose_squares_overflow_float64_give_nan(rung, shape):
+    """Rows 1 and 2 overflow float64's sum of squares: NaN in their outputs and
+    gradients, never β; the other rows (row 3's squares do not overflow) as
+    ordinary."""
+    kernels = kernels_of(rung)
+    x, gain, bias, dy = overflowing_rows(shape, np.float64)
+    with np.errstate(over="ignore"):           # the reference's NumPy says so
+        y, mean, rstd, dx, dgain, dbias = layer_norm_results(kernels, x, gain, bias, dy)
+    for r in (1, 2):
+        assert np.all(np.isnan(y[r])) and np.isnan(rstd[r]) and np.all(np.isnan(dx[r]))
+    assert np.all(np.isnan(dgain))             # every column's sum holds the NaN rows
+    ordinary = [0, 3] + list(range(4, shape[0]))
+    expected = layer_norm_results(reference, x[ordinary], gain, bias, dy[ordinary])
+    assert_close(y[ordinary], expected[0], 1e-12)
+    assert_close(dx[ordinary], expected[3], 1e-12)
+    assert_close(dbias, dy.sum(axis=0), 1e-12)
+
+
+@pytest.mark.parametrize("rung", [ladder.REFERENCE] + RMS_RUNGS, ids=lambda r: r.name)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rms_norm_of_rows_that_overflow(rung, dtype):
+    """RMSNorm's float32 squares past float32's range: exact, as in float64; a float64
+    row whose squares overflow float64: NaN (PyTorch's rms_norm gives 0 there)."""
+    kernels = kernels_of(rung)
+    x, gain, _, dy = overflowing_rows((5, 1000), dtype)
+    with np.errstate(over="ignore"):
+        y, rstd, dx, dgain = rms_norm_results(kernels, x, gain, dy)
+    if dtype == np.float32:
+        exact = rms_norm_results(reference, *(a.astype(np.float64) for a in (x, gain, dy)))
+        assert_close(y, exact[0], 1e-5)
+        np.testing.assert_allclose(rstd, exact[1], rtol=1e-6)
+    else:
+        assert np.all(np.isnan(y[1:3])) and np.all(np.isnan(dx[1:3]))
+        assert np.all(np.isfinite(y[[0, 3, 4]]))

@@ -128,3 +128,23 @@ def test_the_environment_variable_chooses_a_rung_for_the_process():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=dict(os.environ, TINYNET_KERNELS="vectors"), timeout=120)
     assert result.stdout.strip() == "tinynet.kernels.cuda_4_vectors", result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)
+def test_rows_whose_squares_overflow(rung):
+    """float32 squares past float32's range are summed in float64: exact, as the
+    float64 reference; a float64 row whose squares overflow float64 gets NaN, the
+    other rows as ordinary."""
+    kernels = kernels_of(rung)
+    x, gain, bias, dy = layer_norm_inputs((4, 40), np.float32)
+    x[1, 5], x[2] = 1e20, x[2] * 1e25
+    y, _, rstd, dx, _, _ = layer_norm_results(kernels, x, gain, bias, dy)
+    exact = layer_norm_results(reference, *(a.astype(np.float64) for a in (x, gain, bias, dy)))
+    np.testing.assert_allclose(y, exact[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rstd, exact[2], rtol=1e-6)
+    x, gain, bias, dy = layer_norm_inputs((4, 40), np.float64)
+    x[1, 5], x[2] = 1e160, x[2] * 1e160
+    with np.errstate(over="ignore"):          # the simulator's NumPy says so
+        y, _, rstd, dx, _, _ = layer_norm_results(kernels, x, gain, bias, dy)
+    assert np.all(np.isnan(y[1:3])) and np.all(np.isnan(dx[1:3])) and np.all(np.isnan(rstd[1:3]))
+    assert np.all(np.isfinite(y[[0, 3]])) and np.all(np.isfinite(dx[[0, 3]]))

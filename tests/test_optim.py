@@ -94,10 +94,33 @@ def test_param_groups_have_their_own_hyperparameters():
 def test_optimizer_argument_errors():
     with pytest.raises(ValueError, match="empty parameter list"):
         optim.Adam([])
-    with pytest.raises(ValueError, match="requires_grad"):
-        optim.SGD([tinynet.ones(2)], lr=0.1)
+    with pytest.raises(TypeError, match="can only optimize Tensors"):
+        optim.SGD([np.ones(2)], lr=0.1)
+    with pytest.raises(ValueError, match="non-leaf"):
+        optim.SGD([nn.Parameter(tinynet.ones(2)) * 2], lr=0.1)
     with pytest.raises(ValueError, match="nesterov"):
         optim.SGD([nn.Parameter(tinynet.ones(2))], lr=0.1, nesterov=True)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW"])
+def test_a_tensor_where_an_iterable_of_parameters_belongs_is_refused(name):
+    """Iterating a tensor gives its rows: SGD(model.weight) would train nothing."""
+    weight = nn.Parameter(tinynet.ones(3, 2))
+    with pytest.raises(TypeError, match="iterable of Tensors or dicts, but got a Tensor"):
+        getattr(optim, name)(weight, lr=0.1)
+    group = getattr(optim, name)([{"params": weight}], lr=0.1).param_groups[0]
+    assert group["params"] == [weight]
+
+
+def test_a_frozen_parameter_is_kept_and_never_updated():
+    """Fine-tuning hands every parameter to the optimizer, the frozen ones too."""
+    frozen, trained = nn.Parameter(tinynet.ones(2)), nn.Parameter(tinynet.ones(2))
+    frozen.requires_grad_(False)
+    opt = optim.SGD([frozen, trained], lr=0.5)
+    trained.grad = tinynet.ones(2)
+    opt.step()
+    np.testing.assert_array_equal(frozen.numpy(), 1.0)
+    np.testing.assert_array_equal(trained.numpy(), 0.5)
 
 
 def test_optimizer_zero_grad():

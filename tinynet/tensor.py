@@ -421,6 +421,9 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
     def topk(self, k, dim=-1, largest=True, sorted=True):
         return ops.topk(self, k, dim, largest, sorted)
 
+    def sort(self, dim=-1, descending=False, *, stable=False):
+        return ops.sort(self, dim, descending, stable)
+
     def chunk(self, chunks, dim=0): return ops.chunk(self, chunks, dim)
 
     def t(self):

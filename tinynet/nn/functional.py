@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from ..backend import kernels_for
+from ..backend import get_array_module, kernels_for
 from ..hyperparameters import check_real
 from ..ops import (
     dropout,
@@ -97,6 +97,9 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):
 def _normalized_size(x, normalized_shape, where="layer_norm"):
     shape = ((normalized_shape,) if isinstance(normalized_shape, numbers.Integral)
              else tuple(normalized_shape))
+    if not shape:
+        raise ValueError(f"{where}: expected normalized_shape to be at least 1-dimensional "
+                         f"(the trailing dims each sample is normalized over), got ()")
     if x.ndim < len(shape) or tuple(x.shape[x.ndim - len(shape):]) != shape:
         raise ValueError(
             f"{where}: normalized_shape {shape} does not match the trailing "
@@ -165,8 +168,15 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         return BatchNormFunction.apply(x, weight, bias, running_mean.data,
                                        running_var.data, eps, None)
 
-    count = x.data.size // channels
-    if count <= 1:
+    if eps == 0:
+        raise ValueError("batch_norm: eps must be positive during training, but got 0 (a "
+                         "channel of equal values would divide 0 by 0)")
+    count = x.data.size // channels if channels else 0
+    if count == 0:             # an empty batch: an empty output, the running statistics kept
+        xp = get_array_module(x.data)
+        return BatchNormFunction.apply(x, weight, bias, xp.zeros(channels, x.dtype),
+                                       xp.ones(channels, x.dtype), eps, None)
+    if count == 1:
         raise ValueError(
             f"batch_norm: expected more than 1 value per channel when training, got input "
             f"of shape {tuple(x.shape)}")
@@ -205,7 +215,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
                          f"to be divisible by num_groups, got num_groups={num_groups!r}")
     eps = check_real("group_norm", "eps", eps, low=0)
     _check_channel_affine("group_norm", input, weight, bias)
-    return GroupNormFunction.apply(input, weight, bias, int(num_groups), eps)
+    return GroupNormFunction.apply(input, weight, bias, int(num_groups), eps, False)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
@@ -225,13 +235,17 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                           eps=eps)
     momentum = check_real("instance_norm", "momentum", momentum, 0, 1)
     positions = math.prod(input.shape[2:])
-    if positions <= 1:
+    if positions == 1:
         raise ValueError(f"instance_norm: expected more than 1 spatial element when "
                          f"training, got input of shape {tuple(input.shape)}")
-    if running_mean is not None:
+    eps = check_real("instance_norm", "eps", eps, low=0)
+    _check_channel_affine("instance_norm", input, weight, bias)
+    if running_mean is not None and input.data.size:
         values = input.data.reshape(input.shape[0], input.shape[1], -1)
         running_mean.data *= 1 - momentum
         running_mean.data += momentum * values.mean(axis=2).mean(axis=0)
         running_var.data *= 1 - momentum
         running_var.data += momentum * values.var(axis=2, ddof=1).mean(axis=0)
-    return group_norm(input, input.shape[1], weight, bias, eps)
+    # A constant channel with eps = 0 normalizes to 0, with a zero gradient, as
+    # PyTorch's instance_norm gives (batch norm's 1/σ = 0 where σ = 0).
+    return GroupNormFunction.apply(input, weight, bias, input.shape[1], eps, True)

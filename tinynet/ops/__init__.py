@@ -58,7 +58,7 @@ from .reduction import (
     sum,
     var,
 )
-from .select import gather, topk, tril, triu
+from .select import gather, sort, topk, tril, triu
 from .shape import (
     cat,
     chunk,
@@ -90,8 +90,8 @@ __all__ = [
     "linear", "matmul", "dropout", "argmax", "argmin", "log_softmax", "logsumexp", "max", "mean",
     "min", "norm", "softmax", "std", "sum", "var", "cat", "chunk", "clone", "concatenate",
     "expand", "flatten", "getitem", "permute", "repeat", "reshape", "split", "squeeze", "stack",
-    "transpose", "unbind", "unsqueeze", "view", "Generator", "multinomial", "gather", "topk",
-    "tril", "triu", "all", "any", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
+    "transpose", "unbind", "unsqueeze", "view", "Generator", "multinomial", "gather", "sort",
+    "topk", "tril", "triu", "all", "any", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "isclose", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "floor",
     "floor_divide", "lerp", "round", "rsqrt", "sin", "sinh", "tan", "trunc", "prod",
     "cummax", "cummin", "cumprod", "cumsum", "logcumsumexp", "argsort", "index_select",

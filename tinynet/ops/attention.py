@@ -184,7 +184,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                         f"{query.dtype}, {key.dtype}, {value.dtype}; expected one dtype")
     dropout_p = check_real("scaled_dot_product_attention", "dropout_p", dropout_p, 0, 1,
                            high_included=False)
-    scale = (1 / np.sqrt(query.shape[-1]) if scale is None
-             else check_real("scaled_dot_product_attention", "scale", scale))
+    if scale is None:         # with no features (E = 0) every score is 0, at any scale
+        scale = 1 / np.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    scale = check_real("scaled_dot_product_attention", "scale", scale)
     bias = _attention_bias(attn_mask, is_causal, query, key)
     return ScaledDotProductAttention.apply(query, key, value, bias, dropout_p, float(scale))

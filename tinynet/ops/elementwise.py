@@ -272,25 +272,37 @@ class MaskedFill(Function):
 
 
 class Clip(Function):
-    """Clamp to [low, high]; the gradient passes where low <= x <= high (not at NaN)."""
+    """Clamp to [low, high]: min(max(x, low), high), each bound None, a number or a
+    tensor (broadcast with x). The gradient reaches x where low <= x <= high (not
+    at NaN), low where x < low < high, and high where x > high or high < low: the
+    one that gave each output, as in PyTorch."""
 
     @staticmethod
     def forward(ctx, x, low, high):
         xp = get_array_module(x)
-        ctx.save_for_backward(x)
-        ctx.bounds = (low, high)
-        return xp.clip(x, low, high)
+        ctx.save_for_backward(x, low, high)
+        ctx.shapes = (x.shape, _shape(low), _shape(high))
+        if low is not None:
+            x = broadcast("clamp", xp.maximum, x, low)
+        return x if high is None else broadcast("clamp", xp.minimum, x, high)
 
     @staticmethod
     def backward(ctx, grad):
-        (x,) = ctx.saved
-        low, high = ctx.bounds
+        x, low, high = ctx.saved
+        shape_x, shape_low, shape_high = ctx.shapes
         inside = True
         if low is not None:
             inside = x >= low
         if high is not None:
             inside = inside & (x <= high)
-        return zero_where(~inside, grad), None, None
+        grad_low = grad_high = None
+        if shape_low is not None:
+            gives_low = x < low if high is None else (x < low) & (low < high)
+            grad_low = _grad_for(zero_where(~gives_low, grad), shape_low)
+        if shape_high is not None:
+            gives_high = x > high if low is None else (x > high) | (high < low)
+            grad_high = _grad_for(zero_where(~gives_high, grad), shape_high)
+        return _grad_for(zero_where(~inside, grad), shape_x), grad_low, grad_high
 
 
 def add(a, b):
@@ -368,12 +380,13 @@ def masked_fill(x, mask, value):
 
 def clip(x, min=None, max=None):
     """``x`` clamped to ``[min, max]`` elementwise (``torch.clamp``; ``clamp`` is the same
-    function); either bound may be None, not both. The gradient passes where
-    ``min <= x <= max``.
+    function); either bound may be None, not both, and either a number or a tensor,
+    broadcast with x. The gradient reaches x where ``min <= x <= max`` and a tensor
+    bound where it is the output.
     """
     if min is None and max is None:
         raise ValueError("clip: at least one of min and max must be given")
-    return Clip.apply(x, min, max)
+    return Clip.apply(x, *(None if bound is None else operand(bound) for bound in (min, max)))
 
 
 clamp = clip

@@ -16,7 +16,8 @@ from ..backend import get_array_module, scatter_add
 from ..tensor import Tensor
 from .reduction import normalize_axis
 
-__all__ = ["index_select", "repeat_interleave", "masked_select", "nonzero", "argsort"]
+__all__ = ["index_select", "repeat_interleave", "masked_select", "nonzero", "argsort",
+           "sort_order"]
 
 
 def take(x, index, axis):
@@ -169,6 +170,19 @@ def nonzero(input, as_tuple: bool = False):
     return Tensor._make(xp.stack(xp.nonzero(data), axis=1).astype(np.int64))
 
 
+def sort_order(data, axis, descending=False):
+    """The indices that sort the array ``data`` along ``axis``, in PyTorch's
+    order: NaN as the largest value (last ascending, first descending), ties in
+    their input order in both directions (a stable sort)."""
+    xp = get_array_module(data)
+    if not descending:
+        return xp.argsort(data, axis=axis, kind="stable")      # NumPy puts NaN last
+    # Descending and stable: sort the reversed input ascending, read the order
+    # backwards, and map positions of the reversed input back (n - 1 - i).
+    order = xp.argsort(xp.flip(data, axis), axis=axis, kind="stable")
+    return data.shape[axis] - 1 - xp.flip(order, axis)
+
+
 def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False):
     """The int64 indices that sort ``input`` along ``dim`` (``torch.argsort``).
 
@@ -178,13 +192,6 @@ def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False
     """
     axis = normalize_axis(dim, input.ndim)
     data = input.data
-    xp = get_array_module(data)
     if data.ndim == 0:
-        return Tensor._make(xp.zeros((), np.int64))
-    if not descending:
-        return Tensor._make(xp.argsort(data, axis=axis, kind="stable").astype(np.int64))
-    # Descending and stable: sort the reversed input ascending, read the order
-    # backwards, and map positions of the reversed input back (n - 1 - i).
-    order = xp.argsort(xp.flip(data, axis), axis=axis, kind="stable")
-    order = data.shape[axis] - 1 - xp.flip(order, axis)
-    return Tensor._make(order.astype(np.int64))
+        return Tensor._make(get_array_module(data).zeros((), np.int64))
+    return Tensor._make(sort_order(data, axis, descending).astype(np.int64))

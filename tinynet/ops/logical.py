@@ -51,7 +51,10 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def _truth(input, dim, keepdim, reduce):
-    axes, keepdim = resolve_dims(input, dim, keepdim)
+    if dim is not None and not isinstance(dim, numbers.Integral) and len(dim) == 0:
+        axes = ()                       # dim=(): each element's own truth, as in torch.any
+    else:
+        axes, keepdim = resolve_dims(input, dim, keepdim)
     data = input.data
     xp = get_array_module(data)
     nonzero = data if data.dtype == np.bool_ else data != 0     # NaN counts as True

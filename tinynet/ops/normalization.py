@@ -33,6 +33,20 @@ from ..backend import get_array_module, kernels_for
 __all__ = ["LayerNormFunction", "RMSNormFunction", "GroupNormFunction", "BatchNormFunction"]
 
 
+def _nothing_to_normalize(ctx, xp, x, dtype, *parameters):
+    """The output of an input with no elements, which PyTorch returns too: an empty
+    array; ``ctx.empty`` makes the backward give x's and the parameters' zeros."""
+    ctx.empty = (x.shape,) + tuple(None if p is None else p.shape for p in parameters)
+    return xp.empty(x.shape, dtype)
+
+
+def _zero_gradients(ctx, xp, grad, trailing):
+    """The backward of :func:`_nothing_to_normalize`: zeros of each input's shape,
+    then ``trailing`` Nones for the non-tensor arguments."""
+    zeros = tuple(None if shape is None else xp.zeros(shape, grad.dtype) for shape in ctx.empty)
+    return zeros + (None,) * trailing
+
+
 class LayerNormFunction(Function):
     """y = γ · (x − μ)/σ + β with μ, σ over the trailing ``size`` elements of x.
 
@@ -46,6 +60,9 @@ class LayerNormFunction(Function):
         kernels = kernels_for(x)
         xp = get_array_module(x)
         dtype = xp.result_type(*(a for a in (x, gain, bias) if a is not None))
+        ctx.empty = None
+        if x.size == 0:
+            return _nothing_to_normalize(ctx, xp, x, dtype, gain, bias)
         rows = xp.ascontiguousarray(x.reshape(-1, size), dtype=dtype)
         flat_gain = None if gain is None else gain.reshape(size).astype(dtype, copy=False)
         flat_bias = None if bias is None else bias.reshape(size).astype(dtype, copy=False)
@@ -57,6 +74,8 @@ class LayerNormFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if ctx.empty:
+            return _zero_gradients(ctx, get_array_module(grad), grad, 2)
         rows, mean, rstd, gain = ctx.saved
         x_shape, gain_shape, bias_shape = ctx.shapes
         kernels = kernels_for(rows)
@@ -79,6 +98,9 @@ class RMSNormFunction(Function):
         kernels = kernels_for(x)
         xp = get_array_module(x)
         dtype = xp.result_type(*(a for a in (x, gain) if a is not None))
+        ctx.empty = None
+        if x.size == 0:
+            return _nothing_to_normalize(ctx, xp, x, dtype, gain)
         rows = xp.ascontiguousarray(x.reshape(-1, size), dtype=dtype)
         flat_gain = None if gain is None else gain.reshape(size).astype(dtype, copy=False)
         y, rstd = kernels.rms_norm_forward(rows, flat_gain, eps)
@@ -88,6 +110,8 @@ class RMSNormFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if ctx.empty:
+            return _zero_gradients(ctx, get_array_module(grad), grad, 2)
         rows, rstd, gain = ctx.saved
         x_shape, gain_shape = ctx.shapes
         kernels = kernels_for(rows)
@@ -100,18 +124,30 @@ class RMSNormFunction(Function):
 
 class GroupNormFunction(Function):
     """y = γ_c · x̂ + β_c, x̂ normalized over each of the ``groups`` channel groups
-    of each sample of x (N, C, *spatial), by the LayerNorm row kernel."""
+    of each sample of x (N, C, *spatial), by the LayerNorm row kernel.
+
+    A group of equal values has σ = 0, and with eps = 0 its x̂ = 0/0 is NaN, as
+    in PyTorch's group_norm; ``constant_to_zero`` makes it 0 with a zero
+    gradient instead (1/σ taken as 0), as PyTorch's instance_norm does.
+    """
 
     @staticmethod
-    def forward(ctx, x, gain, bias, groups, eps):
+    def forward(ctx, x, gain, bias, groups, eps, constant_to_zero):
         kernels = kernels_for(x)
         xp = get_array_module(x)
         dtype = xp.result_type(*(a for a in (x, gain, bias) if a is not None))
+        ctx.empty = None
+        if x.size == 0:
+            return _nothing_to_normalize(ctx, xp, x, dtype, gain, bias)
         n, channels = x.shape[:2]
         positions = math.prod(x.shape[2:])
         rows = xp.ascontiguousarray(x.reshape(n * groups, channels // groups * positions),
                                     dtype=dtype)
         x_hat, mean, rstd = kernels.layer_norm_forward(rows, None, None, eps)
+        if constant_to_zero:
+            constant = xp.isinf(rstd)                      # σ = 0, and eps = 0
+            rstd[constant] = 0
+            x_hat[constant] = 0
         per_channel = x_hat.reshape(n, channels, positions)
         y = per_channel if gain is None else per_channel * gain.reshape(-1, 1)
         y = y if bias is None else y + bias.reshape(-1, 1)
@@ -121,6 +157,8 @@ class GroupNormFunction(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        if ctx.empty:
+            return _zero_gradients(ctx, get_array_module(grad), grad, 3)
         rows, mean, rstd, x_hat, gain = ctx.saved
         kernels = kernels_for(rows)
         xp = get_array_module(grad)
@@ -131,7 +169,7 @@ class GroupNormFunction(Function):
         dx, _, _ = kernels.layer_norm_backward(
             xp.ascontiguousarray(g.reshape(rows.shape), dtype=rows.dtype), rows, mean, rstd,
             None)
-        return dx.reshape(grad.shape), dgain, dbias, None, None
+        return dx.reshape(grad.shape), dgain, dbias, None, None, None
 
 
 class BatchNormFunction(Function):

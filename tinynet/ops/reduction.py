@@ -46,16 +46,17 @@ def normalize_axis(axis: int, ndim: int) -> int:
 
 
 def resolve_dims(x, dim, keepdim, axis=None, keepdims=None):
-    """Merge the PyTorch and NumPy spellings; return (axes tuple or None, keepdim)."""
+    """Merge the PyTorch and NumPy spellings; return (axes tuple, or None for all
+    of them, and keepdim)."""
     if axis is not None:
         if dim is not None:
             raise TypeError("give either dim or axis, not both")
         dim = axis
     if keepdims is not None:
         keepdim = keepdims
-    if dim is None:
+    dims = (dim,) if dim is None or isinstance(dim, numbers.Integral) else tuple(dim)
+    if dims in ((None,), ()):            # dim=() reduces every dim too, as in torch.sum
         return None, bool(keepdim)
-    dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
     axes = tuple(normalize_axis(d, x.ndim) for d in dims)
     if len(set(axes)) != len(axes):
         raise ValueError(f"dimension repeated in {dim}")
@@ -140,6 +141,13 @@ class Var(Function):
 
     @staticmethod
     def forward(ctx, x, axes, keepdim, correction):
+        return Var.wide(ctx, x, axes, keepdim, correction).astype(x.dtype)
+
+    @staticmethod
+    def wide(ctx, x, axes, keepdim, correction):
+        """The variance, float32's summed in float64 (as PyTorch sums it): the
+        squares of float32 deviations past about 1.8·10¹⁹ overflow float32, and
+        those under 10⁻²³ underflow it."""
         mean = _mean(x, axes, True)
         deviation = x - mean
         dof = _count(x.shape, axes) - correction
@@ -147,7 +155,9 @@ class Var(Function):
         ctx.save_for_backward(deviation)
         ctx.meta = (x.shape, axes, keepdim, dof)
         ctx.at_mean = (x == mean) if whole and dof <= 0 else None
-        return (deviation * deviation).sum(axis=axes, keepdims=keepdim) / builtins.max(dof, 0)
+        xp = get_array_module(x)
+        squares = xp.square(deviation, dtype=np.float64 if x.dtype == np.float32 else None)
+        return xp.asarray(squares.sum(axis=axes, keepdims=keepdim) / builtins.max(dof, 0))
 
     @staticmethod
     def backward(ctx, grad):
@@ -189,7 +199,8 @@ class Std(Function):
 
     @staticmethod
     def forward(ctx, x, axes, keepdim, correction):
-        out = get_array_module(x).sqrt(Var.forward(ctx, x, axes, keepdim, correction))
+        out = get_array_module(x).sqrt(Var.wide(ctx, x, axes, keepdim, correction))
+        out = out.astype(x.dtype)
         ctx.out = out
         return out
 
@@ -328,7 +339,16 @@ def mean(x, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
             raise TypeError(f"mean(): dtype must be a floating point or complex dtype, "
                             f"not {np.dtype(dtype)}")
         return computed_in(Mean, x, dtype, axes, keepdim)
+    _check_floating("mean", x, "; pass dtype= or call .float() first")
     return Mean.apply(x, axes, keepdim)
+
+
+def _check_floating(name, x, hint=""):
+    """Raise TypeError, as PyTorch does, unless x has a floating point (or complex)
+    dtype: the mean or variance of integers has no dtype of its own to be in."""
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"{name}(): expected a floating point tensor, got dtype {x.dtype}"
+                        f"{hint}")
 
 
 def _correction(unbiased, correction):
@@ -342,6 +362,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
     """Variance; unbiased (``correction=1``) by default, as in PyTorch. Without
     degrees of freedom (one value, an empty axis) it is NaN, with a warning."""
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    _check_floating("var", x)
     correction = _correction(unbiased, correction)
     _dof_warning("var", x, axes, correction)
     return Var.apply(x, axes, keepdim, correction)
@@ -351,6 +372,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None, axis=None
         keepdims=None):
     """Standard deviation, the square root of :func:`var` (same arguments)."""
     axes, keepdim = resolve_dims(x, dim, keepdim, axis, keepdims)
+    _check_floating("std", x)
     correction = _correction(unbiased, correction)
     _dof_warning("std", x, axes, correction)
     return Std.apply(x, axes, keepdim, correction)

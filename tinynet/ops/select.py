@@ -1,4 +1,4 @@
-"""Selecting elements: the triangles of a matrix (tril, triu), gather, topk.
+"""Selecting elements: the triangles of a matrix (tril, triu), gather, topk, sort.
 
 Each backward sends the gradient back to the elements that were selected and
 0 to the others.
@@ -13,11 +13,13 @@ import numpy as np
 from ..autograd import Function
 from ..backend import get_array_module, scatter_add
 from ..tensor import Tensor
+from .indexing import sort_order
 from .reduction import normalize_axis
 
-__all__ = ["tril", "triu", "gather", "topk", "TopkResult"]
+__all__ = ["tril", "triu", "gather", "topk", "TopkResult", "sort", "SortResult"]
 
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
+SortResult = namedtuple("SortResult", ["values", "indices"])
 
 
 class Triangle(Function):
@@ -111,20 +113,32 @@ def gather(input, dim: int, index):
 
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     """The ``k`` largest (or smallest) elements along ``dim``, as ``(values, indices)``,
-    in order from the largest (smallest) when ``sorted``. Gradients reach the
-    chosen elements."""
+    in order from the largest (smallest) when ``sorted``; NaN counts as the largest
+    value, as in PyTorch. Gradients reach the chosen elements."""
     axis = normalize_axis(dim, input.ndim)
     size = input.shape[axis] if input.ndim else 1
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k <= size:
         raise ValueError(f"topk: k must be an integer in [0, {size}] for dim {dim} of "
                          f"shape {tuple(input.shape)}, got {k!r}")
     xp = get_array_module(input.data)
-    data = input.data if input.ndim else input.data.reshape(1)
-    keys = -data if largest else data
-    order = xp.argsort(keys, axis=axis, kind="stable")
-    indices = xp.take(order, xp.arange(k), axis=axis)
     source = input if input.ndim else input.reshape(1)
+    order = sort_order(source.data, axis, descending=largest)
+    return _taken(input, source, xp.take(order, xp.arange(k), axis=axis), axis, TopkResult)
+
+
+def sort(input, dim: int = -1, descending: bool = False, stable: bool = False):
+    """``(values, indices)`` of ``input`` sorted along ``dim`` (``torch.sort``): NaN
+    as the largest value, ties in input order. Gradients go back to the elements
+    where each value came from."""
+    axis = normalize_axis(dim, input.ndim)
+    source = input if input.ndim else input.reshape(1)
+    return _taken(input, source, sort_order(source.data, axis, descending), axis, SortResult)
+
+
+def _taken(input, source, indices, axis, result):
+    """``result(values, indices)``: the elements of ``source`` (``input`` as at
+    least 1-D) at ``indices`` along ``axis``, 0-d again for a 0-d input."""
     values = Gather.apply(source, indices, axis)
     if input.ndim == 0:
         values, indices = values.reshape(()), indices.reshape(())
-    return TopkResult(values, Tensor._make(indices.astype(np.int64, copy=False)))
+    return result(values, Tensor._make(indices.astype(np.int64, copy=False)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..autograd import Function
 from ..backend import get_array_module, kernels_for
+from ..kernels.reference import peak
 from .elementwise import no_fp_warnings
 from .reduction import _expand, _reduced_shape, normalize_axis, resolve_dims
 
@@ -22,7 +23,7 @@ class LogSumExp(Function):
     @staticmethod
     def forward(ctx, x, axes, keepdim):
         xp = get_array_module(x)
-        shift = x.max(axis=axes, keepdims=True)
+        shift = peak(x, axes)
         shift = xp.where(xp.isfinite(shift), shift, 0)
         out = xp.log(xp.exp(x - shift).sum(axis=axes, keepdims=True)) + shift
         ctx.save_for_backward(x, out)

@@ -13,7 +13,7 @@ class Optimizer:
     """Holds ``param_groups`` (each a dict of params and hyper-parameters) and a
     ``state`` dict per parameter, as ``torch.optim.Optimizer``.
 
-    ``params`` is an iterable of tensors that require grad, or of dicts (parameter
+    ``params`` is an iterable of leaf tensors, or of dicts (parameter
     groups, each with its own hyper-parameters); ``defaults`` fills in the
     hyper-parameters a group does not give. Subclasses define :meth:`step`.
     """
@@ -23,6 +23,10 @@ class Optimizer:
         self.defaults = dict(defaults)
         self.state: dict = {}
         self.param_groups: list[dict] = []
+        if isinstance(params, Tensor):      # iterating it would give its rows
+            raise TypeError(f"params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got a Tensor of shape {tuple(params.shape)}"
+                            f"; pass [tensor] or model.parameters()")
         params = list(params)
         if not params:
             raise ValueError("optimizer got an empty parameter list")
@@ -31,14 +35,20 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, group: dict) -> None:
-        """Add a parameter group: a dict with ``"params"`` (tensors that require grad, in no
-        other group) and optional hyper-parameters, the defaults filling the rest.
+        """Add a parameter group: a dict with ``"params"`` (leaf tensors, in no other
+        group; one that does not require grad, a frozen layer's, is never updated) and
+        optional hyper-parameters, the defaults filling the rest.
         """
         group = dict(group)
-        group["params"] = list(group["params"])
+        params = group["params"]
+        group["params"] = [params] if isinstance(params, Tensor) else list(params)
         for p in group["params"]:
-            if not isinstance(p, Tensor) or not p.requires_grad:
-                raise ValueError("optimizers can only update tensors with requires_grad=True")
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params "
+                                f"is a {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor (one computed from others); "
+                                 "optimize the tensors it was computed from")
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in seen for p in group["params"]):
             raise ValueError("a parameter appears in more than one parameter group")
@@ -111,3 +121,4 @@ class Optimizer:
             xp = get_backend(p.device).xp
             self.state[p] = {k: (xp.array(v, dtype=p.dtype) if hasattr(v, "shape") and
                                  getattr(v, "ndim", 0) > 0 else v) for k, v in s.items()}
+
