@@ -12,8 +12,9 @@ three passes:
    cancels to noise when the mean is large against σ;
 3. y = g · (x − μ)/σ + b.
 
-Sums are taken in float64 whatever x's dtype (_cpu_rung.row_sums_in_float64):
-the squares of a float32 row cannot overflow them. The backward takes two passes
+Sums are taken in float64 whatever x's dtype: the squares of a float32 row
+cannot overflow them, and a row that overflows float64 gets NaN
+(:func:`reciprocal_std`), never the bias. The backward takes two passes
 per row: the sums of g = dy·gain and of g·x̂, then
 dx = (g − mean(g) − x̂ · mean(g·x̂)) / σ (reference.layer_norm_backward).
 dgain and dbias add up over *rows*, which threads share: each chunk of rows
@@ -25,10 +26,11 @@ shift, μ = 0 and no mean(g) term in dx.
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 from ._compile import first_calls_noticed
-from ._cpu_rung import add_chunks, kernel_functions, reciprocal_std, row_sums_in_float64
+from ._cpu_rung import add_chunks, kernel_functions
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
            "rms_norm_backward"]
@@ -41,10 +43,30 @@ _NOTICED = first_calls_noticed("the CPU LayerNorm kernels")
 
 
 @njit(**_EXACT)
-def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
+def reciprocal_std(squares, H, eps):
+    """1/σ = 1/sqrt(Σ_j (x_j − μ)² / H + ε) (Eq. 4), from a row's float64 sum of
+    squares. NaN where that sum overflowed: 1/sqrt(∞) would be 0, and the row
+    would come out as the bias, with a zero gradient."""
+    if squares == np.inf:
+        return np.nan
+    return 1.0 / np.sqrt(squares / H + eps)
+
+
+@njit(**_EXACT)
+def normalize_row(r, x, gain, bias, eps, centered, y, mean, rstd):
+    """Row r of the forward, its statistics summed in float64."""
     H = x.shape[1]
     shift = x[r, 0] if centered else x.dtype.type(0)     # x₀, in x's dtype
-    offset, squares = row_sums_in_float64(x, r, shift, centered)   # passes 1 and 2
+    offset = 0.0                                         # μ − x₀
+    if centered:
+        total = 0.0
+        for j in range(H):
+            total += x[r, j] - shift
+        offset = total / H
+    squares = 0.0
+    for j in range(H):
+        centered_value = (x[r, j] - shift) - offset
+        squares += centered_value * centered_value
     scale = reciprocal_std(squares, H, eps)              # 1/σ
     mean[r] = shift + offset
     rstd[r] = scale
@@ -53,24 +75,59 @@ def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
 
 
 @njit(**_EXACT)
+def input_gradient_row(r, dy, x, mean, rstd, gain, centered, dx):
+    """dx of row r = (g − mean(g) − x̂ · mean(g·x̂)) / σ with g = dy·gain, its
+    sums taken in float64."""
+    H = x.shape[1]
+    mu, scale = mean[r], rstd[r]
+    sum_g = sum_g_x_hat = 0.0
+    for j in range(H):
+        g = dy[r, j] * gain[j]
+        sum_g += g
+        sum_g_x_hat += g * ((x[r, j] - mu) * scale)
+    mean_g = sum_g / H if centered else 0.0
+    mean_g_x_hat = sum_g_x_hat / H
+    for j in range(H):
+        x_hat = (x[r, j] - mu) * scale
+        dx[r, j] = scale * (dy[r, j] * gain[j] - mean_g - x_hat * mean_g_x_hat)
+
+
+@njit(**_EXACT)
 def _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts):
     """dx of one chunk's rows; their Σ dy·x̂ and Σ dy into parts[chunk]."""
     rows, H = x.shape
     chunks = parts.shape[0]
     for r in range(chunk * rows // chunks, (chunk + 1) * rows // chunks):
-        mu, scale = mean[r], rstd[r]
-        sum_g = sum_g_x_hat = 0.0
+        input_gradient_row(r, dy, x, mean, rstd, gain, centered, dx)
         for j in range(H):
-            g = dy[r, j] * gain[j]
-            sum_g += g
-            sum_g_x_hat += g * ((x[r, j] - mu) * scale)
-        mean_g = sum_g / H if centered else 0.0
-        mean_g_x_hat = sum_g_x_hat / H
-        for j in range(H):
-            x_hat = (x[r, j] - mu) * scale
-            dx[r, j] = scale * (dy[r, j] * gain[j] - mean_g - x_hat * mean_g_x_hat)
-            parts[chunk, 0, j] += dy[r, j] * x_hat
+            parts[chunk, 0, j] += dy[r, j] * ((x[r, j] - mean[r]) * rstd[r])
             parts[chunk, 1, j] += dy[r, j]
+
+
+# The faster rungs sum a row in x's dtype, and a float32 sum of squares
+# overflows where this rung's float64 one does not (the squares of values past
+# about 1.8·10¹⁹ exceed float32's largest number, 3.4·10³⁸). After their own
+# pass over the rows they hand such rows to these two, which do them again
+# with this rung's float64 sums.
+
+@njit(**_EXACT)
+def renormalize_overflowed_rows(x, gain, bias, eps, centered, y, mean, rstd):
+    """Rows whose 1/σ came out NaN, normalized again: a sum of squares that
+    overflowed gives NaN (reciprocal_std), and so does a mean that did. (A row
+    holding a NaN or an infinity comes out NaN again.)"""
+    for r in range(x.shape[0]):
+        if np.isnan(rstd[r]):
+            normalize_row(r, x, gain, bias, eps, centered, y, mean, rstd)
+
+
+@njit(**_EXACT)
+def regrade_overflowed_rows(dy, x, mean, rstd, gain, centered, dx):
+    """dx of the rows whose gradient sums overflowed, again: an infinite sum
+    makes dx infinite or NaN in every column of its row, so the first column
+    tells. (dgain and dbias do not use those sums.)"""
+    for r in range(x.shape[0]):
+        if not np.isfinite(dx[r, 0]):
+            input_gradient_row(r, dy, x, mean, rstd, gain, centered, dx)
 
 
 # The drivers: a serial and a parallel loop over the rows (over the chunks of
@@ -80,14 +137,14 @@ def _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts):
 @njit(**_DRIVER)
 def _forward_serial(x, gain, bias, eps, centered, y, mean, rstd):
     for r in range(x.shape[0]):
-        _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
+        normalize_row(r, x, gain, bias, eps, centered, y, mean, rstd)
 
 
 @_NOTICED
 @njit(parallel=True, **_DRIVER)
 def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
     for r in prange(x.shape[0]):
-        _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
+        normalize_row(r, x, gain, bias, eps, centered, y, mean, rstd)
 
 
 @_NOTICED

@@ -18,10 +18,10 @@ reordering of the sum, which LLVM may only do when allowed to reassociate
   that keeps float32 rows far from zero exact (rung 1, reference.py) may not be
   regrouped away. 'nnan' and 'ninf' stay off: a NaN must reach its row.
 
-A float32 row's sums in float32 overflow where rung 1's float64 ones do not
-(its squares, past about 1.8·10¹⁹ per element): a row whose sums come out
-infinite or NaN is summed again by rung 1's loops (_cpu_rung), so that it gets
-rung 1's result, or NaN where the input holds a NaN or an infinity.
+Sums in float32 overflow where rung 1's float64 ones do not (a row's squares,
+past about 1.8·10¹⁹ per element): after its pass over the rows, each driver
+hands the rows whose sums overflowed to rung 1, which does them again
+(cpu_1_textbook.renormalize_overflowed_rows, regrade_overflowed_rows).
 
 The passes, the drivers and dgain/dbias are rung 1's; 4-7x faster than it at
 the rows of the paper's models (benchmarks/kernel_ladder.py).
@@ -32,12 +32,11 @@ import numpy as np
 from numba import njit, prange
 
 from ._compile import first_calls_noticed
-from ._cpu_rung import (
-    add_chunks,
-    gradient_sums_in_float64,
-    kernel_functions,
+from ._cpu_rung import add_chunks, kernel_functions
+from .cpu_1_textbook import (
     reciprocal_std,
-    row_sums_in_float64,
+    regrade_overflowed_rows,
+    renormalize_overflowed_rows,
 )
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
@@ -114,8 +113,6 @@ def _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd):
     shift = x[r, 0] if centered else as_dtype(0)
     offset = _sum_shifted(x, r, shift) / H if centered else 0.0     # μ − x₀
     squares = _sum_squares(x, r, shift, as_dtype(offset))
-    if not np.isfinite(squares):                  # a block's sum overflowed x's dtype
-        offset, squares = row_sums_in_float64(x, r, shift, centered)
     scale = reciprocal_std(squares, H, eps)
     mean[r] = shift + offset
     rstd[r] = scale
@@ -133,8 +130,6 @@ def _backward_rows(r, dy, x, mean, rstd, gain, centered, dx, recent):
     shift = x[r, 0] if centered else as_dtype(0)
     offset = as_dtype(mean[r] - shift)
     sum_g, sum_g_centered = _gradient_sums(dy, x, gain, r, shift, offset)
-    if not (np.isfinite(sum_g) and np.isfinite(sum_g_centered)):
-        sum_g, sum_g_centered = gradient_sums_in_float64(dy, x, gain, r, mean[r])
     mean_g = as_dtype(sum_g / H if centered else 0.0)
     mean_g_x_hat = as_dtype(rstd[r] * sum_g_centered / H)
     scale = as_dtype(rstd[r])
@@ -165,6 +160,7 @@ def _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts):
 def _forward_serial(x, gain, bias, eps, centered, y, mean, rstd):
     for r in range(x.shape[0]):
         _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
+    renormalize_overflowed_rows(x, gain, bias, eps, centered, y, mean, rstd)
 
 
 @_NOTICED
@@ -172,6 +168,7 @@ def _forward_serial(x, gain, bias, eps, centered, y, mean, rstd):
 def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
     for r in prange(x.shape[0]):
         _forward_row(r, x, gain, bias, eps, centered, y, mean, rstd)
+    renormalize_overflowed_rows(x, gain, bias, eps, centered, y, mean, rstd)
 
 
 @_NOTICED
@@ -179,6 +176,7 @@ def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
 def _backward_serial(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads):
     for chunk in range(parts.shape[0]):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
+    regrade_overflowed_rows(dy, x, mean, rstd, gain, centered, dx)
     add_chunks(parts, gain_grads)
 
 
@@ -187,6 +185,7 @@ def _backward_serial(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads):
 def _backward_parallel(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads):
     for chunk in prange(parts.shape[0]):
         _backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
+    regrade_overflowed_rows(dy, x, mean, rstd, gain, centered, dx)
     add_chunks(parts, gain_grads)
 
 

@@ -19,8 +19,8 @@ So the forward takes two loops per row instead of three and the backward one
 instead of two, and each row's first read from memory overlaps with work on a
 row already in the cache. The sums, their order and dgain/dbias are rung 2's;
 so are the drivers' arguments, the public functions around them (_cpu_rung),
-RMSNorm (``centered`` False), and the float64 sums of a row whose sums in x's
-dtype overflowed. 1.15-1.2x rung 2 at (4096, 1024), 1.1-1.2x
+RMSNorm (``centered`` False), and rung 1's second look at rows whose sums
+overflowed. 1.15-1.2x rung 2 at (4096, 1024), 1.1-1.2x
 at (64, 128) and (64, 512) (benchmarks/kernel_ladder.py).
 """
 from __future__ import annotations
@@ -39,13 +39,11 @@ from ._cpu_pipelined_loops import (
     normalize_row,
     shift_of,
 )
-from ._cpu_rung import (
-    add_chunks,
-    chunk_count,
-    gradient_sums_in_float64,
-    kernel_functions,
+from ._cpu_rung import add_chunks, chunk_count, kernel_functions
+from .cpu_1_textbook import (
     reciprocal_std,
-    row_sums_in_float64,
+    regrade_overflowed_rows,
+    renormalize_overflowed_rows,
 )
 
 __all__ = ["layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
@@ -71,9 +69,6 @@ def forward_chunk(chunk, chunks, x, gain, bias, eps, centered, y, mean, rstd):
         following = min(r + 1, stop - 1)
         row = (r, shift, as_dtype(offset))
         deviations, squares = forward_sums(x, row, (following, shift_of(x, following, centered)))
-        if not np.isfinite(squares):              # a block's sum overflowed x's dtype
-            offset, squares = row_sums_in_float64(x, r, shift, centered)
-            row = (r, shift, as_dtype(offset))
         mean[r] = shift + offset
         rstd[r] = reciprocal_std(squares, H, eps)
         normalize_row(x, row, as_dtype(rstd[r]), gain, bias, y)
@@ -87,16 +82,6 @@ def _ahead(x, mean, r, centered):
 
 
 @njit(**_EXACT)
-def _checked(sums, dy, x, gain, mean, ahead):
-    """The sums of row ``ahead``, taken again in float64 where those in x's dtype
-    overflowed."""
-    if np.isfinite(sums[0]) and np.isfinite(sums[1]):
-        return sums
-    r = ahead[0]
-    return gradient_sums_in_float64(dy, x, gain, r, mean[r])
-
-
-@njit(**_EXACT)
 def backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts):
     """dx of one chunk's rows, and in parts[chunk] (float64) their Σ dy·x̂ and Σ dy;
     Σ g and Σ g·x̂ of row r + 1 are summed in the loop that writes dx of row r."""
@@ -106,15 +91,13 @@ def backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts):
     H, as_dtype = x.shape[1], x.dtype.type
     recent = np.zeros((2, H), x.dtype)
     ahead = _ahead(x, mean, start, centered)
-    sum_g, sum_g_centered = _checked(backward_sums(dy, x, gain, None, ahead, dx, recent),
-                                     dy, x, gain, mean, ahead)
+    sum_g, sum_g_centered = backward_sums(dy, x, gain, None, ahead, dx, recent)
     for r in range(start, stop):
         scale = rstd[r]
         mean_g = sum_g / H if centered else 0.0
         row = ahead + (as_dtype(scale), as_dtype(mean_g), as_dtype(scale * sum_g_centered / H))
         ahead = _ahead(x, mean, min(r + 1, stop - 1), centered)
-        sum_g, sum_g_centered = _checked(backward_sums(dy, x, gain, row, ahead, dx, recent),
-                                         dy, x, gain, mean, ahead)
+        sum_g, sum_g_centered = backward_sums(dy, x, gain, row, ahead, dx, recent)
         if (r - start + 1) % FLUSH_ROWS == 0 or r == stop - 1:
             flush(recent, parts[chunk])
 
@@ -128,6 +111,7 @@ def _forward_serial(x, gain, bias, eps, centered, y, mean, rstd):
     chunks = chunk_count(*x.shape)
     for chunk in range(chunks):
         forward_chunk(chunk, chunks, x, gain, bias, eps, centered, y, mean, rstd)
+    renormalize_overflowed_rows(x, gain, bias, eps, centered, y, mean, rstd)
 
 
 @_NOTICED
@@ -136,6 +120,7 @@ def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
     chunks = chunk_count(*x.shape)
     for chunk in prange(chunks):
         forward_chunk(chunk, chunks, x, gain, bias, eps, centered, y, mean, rstd)
+    renormalize_overflowed_rows(x, gain, bias, eps, centered, y, mean, rstd)
 
 
 @_NOTICED
@@ -143,6 +128,7 @@ def _forward_parallel(x, gain, bias, eps, centered, y, mean, rstd):
 def _backward_serial(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads):
     for chunk in range(parts.shape[0]):
         backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
+    regrade_overflowed_rows(dy, x, mean, rstd, gain, centered, dx)
     add_chunks(parts, gain_grads)
 
 
@@ -151,6 +137,7 @@ def _backward_serial(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads):
 def _backward_parallel(dy, x, mean, rstd, gain, centered, dx, parts, gain_grads):
     for chunk in prange(parts.shape[0]):
         backward_chunk(chunk, dy, x, mean, rstd, gain, centered, dx, parts)
+    regrade_overflowed_rows(dy, x, mean, rstd, gain, centered, dx)
     add_chunks(parts, gain_grads)
 
 

@@ -28,6 +28,7 @@ from ._compile import compiled_per_dtype
 from ._cpu_pipelined_loops import _EXACT
 from ._cpu_rung import PARALLEL_MIN_ELEMENTS, add_chunks, chunk_count
 from ._recycling import empty_like
+from .cpu_1_textbook import regrade_overflowed_rows, renormalize_overflowed_rows
 from .cpu_3_pipelined import backward_chunk, forward_chunk
 
 __all__ = ["layer_norm_forward", "layer_norm_backward"]
@@ -90,6 +91,7 @@ def _forward_serial(x, gain, bias, eps, y, mean, rstd):
     chunks = chunk_count(*x.shape)
     for chunk in range(chunks):
         forward_chunk(chunk, chunks, x, gain, bias, eps, True, y, mean, rstd)
+    renormalize_overflowed_rows(x, gain, bias, eps, True, y, mean, rstd)
     return True
 
 
@@ -100,6 +102,7 @@ def _forward_parallel(x, gain, bias, eps, y, mean, rstd):
     chunks = chunk_count(*x.shape)
     for chunk in prange(chunks):
         forward_chunk(chunk, chunks, x, gain, bias, eps, True, y, mean, rstd)
+    renormalize_overflowed_rows(x, gain, bias, eps, True, y, mean, rstd)
     return True
 
 
@@ -110,6 +113,7 @@ def _backward_serial(dy, x, mean, rstd, gain, dx, gain_grads):
     parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
     for chunk in range(parts.shape[0]):
         backward_chunk(chunk, dy, x, mean, rstd, gain, True, dx, parts)
+    regrade_overflowed_rows(dy, x, mean, rstd, gain, True, dx)
     add_chunks(parts, gain_grads)
     return True
 
@@ -121,6 +125,7 @@ def _backward_parallel(dy, x, mean, rstd, gain, dx, gain_grads):
     parts = np.zeros((chunk_count(*x.shape), 2, x.shape[1]))
     for chunk in prange(parts.shape[0]):
         backward_chunk(chunk, dy, x, mean, rstd, gain, True, dx, parts)
+    regrade_overflowed_rows(dy, x, mean, rstd, gain, True, dx)
     add_chunks(parts, gain_grads)
     return True
 
