@@ -47,7 +47,7 @@ API = ROOT / "docs" / "api"
 
 # Each namespace of public names, and the API pages that must show them.
 PAGES = {
-    "tinynet": ("tensor.md", "ops.md"),
+    "tinynet": ("tensor.md", "ops.md", "torch.md"),
     "tinynet.ops": ("ops.md",),
     "tinynet.testing": ("tensor.md",),
     "tinynet.backend": ("tensor.md",),
@@ -64,6 +64,12 @@ PAGES = {
     "tinynet.models": ("models.md",),
     "tinynet.distributed": ("distributed.md",),
     "tinynet.viz": ("viz.md",),
+    "tinynet.cuda": ("torch.md",),
+    "tinynet.backends": ("torch.md",),
+    "tinynet.as_torch": ("torch.md",),
+    "tinynet.serialization": ("tensor.md",),
+    "tinynet.accelerator": ("torch.md",),
+    "tinynet.utils": ("torch.md",),
 }
 # Shown in the reference though in no namespace's __all__: what a user of the public
 # names meets (register_hook returns a RemovableHandle; a custom op subclasses

@@ -196,11 +196,12 @@ def test_loader_refuses_what_torch_refuses(torch_data, keywords, message):
         DataLoader(labelled(4), **keywords)
 
 
-@pytest.mark.parametrize("workers", [1, 2, 8])
-def test_worker_processes_are_refused_with_the_reason(workers):
-    with pytest.raises(ValueError, match=f"num_workers={workers} is not supported, use "
-                       r"num_workers=0: .*in-memory .*pickling"):
-        DataLoader(labelled(4), num_workers=workers)
+@pytest.mark.parametrize("workers", [1, 2])
+def test_worker_processes_give_torchs_batches(torch_data, workers):
+    ours = DataLoader(labelled(10), 3, num_workers=workers)
+    theirs = torch_data.DataLoader(torch_labelled(torch_data, 10), 3)
+    assert batch_labels(ours) == torch_batch_labels(theirs)
+    assert ours.num_workers == workers and ours.prefetch_factor == 2
 
 
 def test_num_workers_zero_pin_memory_and_ignored_worker_options_change_nothing():

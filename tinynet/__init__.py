@@ -22,8 +22,21 @@ from . import backend
 from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
 
 # isort: split
-from . import data, distributed, nn, optim, testing, viz
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from . import (
+    accelerator,
+    as_torch,
+    backends,
+    cuda,
+    data,
+    distributed,
+    nn,
+    optim,
+    serialization,
+    testing,
+    utils,
+    viz,
+)
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import cuda_is_available, get_array_module, use_kernels, use_reference_kernels
 from .creation import (
     arange,
@@ -55,11 +68,14 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .devices import device
+from .lacking import lacking
 from .ops import (
     Generator,
     abs,
     acos,
     acosh,
+    add,
     all,
     any,
     argmax,
@@ -78,6 +94,7 @@ from .ops import (
     chunk,
     clamp,
     clip,
+    clone,
     concatenate,
     cos,
     cosh,
@@ -87,7 +104,10 @@ from .ops import (
     cumsum,
     diag,
     diagonal,
+    div,
     einsum,
+    eq,
+    equal,
     erf,
     exp,
     flatten,
@@ -95,13 +115,17 @@ from .ops import (
     floor,
     floor_divide,
     gather,
+    ge,
+    gt,
     index_select,
     isclose,
+    le,
     lerp,
     log,
     log_softmax,
     logcumsumexp,
     logsumexp,
+    lt,
     masked_select,
     matmul,
     max,
@@ -109,10 +133,17 @@ from .ops import (
     mean,
     min,
     minimum,
+    mul,
     multinomial,
+    narrow,
+    ne,
+    neg,
     nonzero,
     permute,
+    pow,
     prod,
+    randint,
+    randperm,
     relu,
     repeat_interleave,
     reshape,
@@ -130,6 +161,7 @@ from .ops import (
     stack,
     std,
     std_mean,
+    sub,
     sum,
     tan,
     tanh,
@@ -151,13 +183,15 @@ from .threads import get_num_threads, set_num_threads
 __all__ = [
     # modules
     "allocator", "backend", "data", "distributed", "nn", "optim", "testing", "threads", "viz",
+    "accelerator", "as_torch", "backends", "cuda", "serialization", "utils",
     # the Tensor, autograd's modes
-    "Tensor", "enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled",
+    "Tensor", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled",
     # devices and kernels
-    "cuda_is_available", "get_array_module", "use_kernels", "use_reference_kernels",
-    # creation and dtypes
+    "device", "cuda_is_available", "get_array_module", "use_kernels", "use_reference_kernels",
+    # creation and dtypes (and PyTorch's other names for them)
     "arange", "bool", "bool_", "empty", "eye", "float16", "float32", "float64", "from_numpy",
     "full", "full_like", "int8", "int16", "int32", "int64", "linspace", "logspace",
+    "long", "int", "short", "float", "double", "half",
     "manual_seed", "ones", "ones_like", "rand", "rand_like", "randn", "randn_like", "tensor",
     "uint8", "zeros", "zeros_like",
     # ops
@@ -165,15 +199,25 @@ __all__ = [
     "log", "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum",
     "permute", "relu", "reshape", "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack",
     "std", "sum", "tanh", "transpose", "unbind", "unsqueeze", "var", "where",
-    "gather", "sort", "topk", "tril", "triu", "multinomial", "Generator", "erf",
+    "gather", "sort", "topk", "tril", "triu", "multinomial", "randint", "randperm", "Generator",
+    "erf",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     "rsqrt", "floor", "ceil", "round", "trunc", "lerp", "isclose", "prod", "any", "all",
     "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "roll", "flip", "diagonal", "diag", "unflatten", "index_select", "repeat_interleave",
     "masked_select", "nonzero", "argsort", "cumsum", "cumprod", "cummax", "cummin",
-    "logcumsumexp", "einsum", "std_mean", "var_mean",
+    "logcumsumexp", "einsum", "std_mean", "var_mean", "pow", "narrow", "eq", "ne", "lt", "le",
+    "gt", "ge", "equal", "add", "sub", "mul", "div", "neg", "clone",
     # checkpoints, threads
     "CheckpointError", "load", "save", "get_num_threads", "set_num_threads",
 ]
 
 __version__ = "0.1.0"
+
+# PyTorch's other names for the dtypes. (Last: from here on, in this module,
+# float and int are these.)
+long, int, short = int64, int32, int16
+float, double, half = float32, float64, float16
+
+
+__getattr__ = lacking("torch")   # a name tinynet lacks, as the PyTorch name asked for

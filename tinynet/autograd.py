@@ -32,6 +32,7 @@ its gradient formula assumes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 
 import numpy as _np
 
@@ -40,9 +41,11 @@ from . import hooks as _hooks
 from . import tensor as _tensor
 
 __all__ = ["Function", "Context", "no_grad", "enable_grad", "set_grad_enabled",
-           "is_grad_enabled", "unbroadcast", "run_backward", "as_array"]
+           "inference_mode", "is_grad_enabled", "unbroadcast", "run_backward", "as_array",
+           "record_in_place", "as_recorded"]
 
 _grad_enabled = True
+_sequence = itertools.count()   # numbers the nodes in the order they are recorded
 
 
 def is_grad_enabled() -> bool:
@@ -88,6 +91,28 @@ class no_grad(set_grad_enabled):
         super().__init__(False)
 
 
+class inference_mode(set_grad_enabled):
+    """``torch.inference_mode``: no graph recording, as :class:`no_grad` (tinynet has
+    no other autograd bookkeeping to skip). ``inference_mode(False)`` changes
+    nothing. A context manager, or a decorator with or without parentheses."""
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        if callable(mode):
+            self.__init__()
+            return self(mode)
+        return self
+
+    def __init__(self, mode=True):
+        super().__init__(False)
+        self.active = bool(mode)
+
+    def __enter__(self):
+        if not self.active:
+            self.mode = _grad_enabled
+        return super().__enter__()
+
+
 class enable_grad(set_grad_enabled):
     """Re-enable graph recording inside a ``no_grad`` region."""
 
@@ -105,6 +130,7 @@ class Context:
     """
 
     freed = False
+    sequence = -1               # when it was recorded (_sequence)
     num_outputs = 1
     versions = ()               # the input tensors' _version when the node was recorded
     modified_output = None      # (output index, version) once an output was written in place
@@ -130,6 +156,13 @@ class Function:
     #: False for ops whose backward never reads the input tensors' values (only
     #: their shapes, or the op's own output): their inputs are not version-checked.
     backward_reads_inputs = True
+    #: True for ops whose output is a view of an input's memory (reshape, slicing):
+    #: their inputs are version-checked, so that a graph through a view refuses
+    #: backward once the viewed tensor was written in place.
+    output_is_view = False
+    #: False for ops whose backward never reads the op's own output: that output may
+    #: be written in place (recorded, ``y[i] = v``) without refusing the backward.
+    backward_reads_output = True
 
     @staticmethod
     def forward(ctx, *inputs, **params):
@@ -163,7 +196,8 @@ class Function:
         if record:
             ctx.fn = cls
             ctx.inputs = inputs
-            if cls.backward_reads_inputs:
+            ctx.sequence = next(_sequence)
+            if cls.backward_reads_inputs or cls.output_is_view:
                 ctx.versions = tuple([x._version if isinstance(x, Tensor) else 0
                                       for x in inputs])
         if type(output) is tuple:
@@ -195,6 +229,18 @@ def _check_same_device(fn, arrays):
             f"tensors on {' and '.join(sorted(devices))}")
 
 
+def record_in_place(t, fn, others, **attributes):
+    """Record an in-place operation of ``fn`` on ``t`` (``t[i] = v``): t becomes the
+    output of a new node whose inputs are the tensor t was and ``others``; nodes
+    recorded before keep that earlier tensor (:func:`as_recorded`)."""
+    before = _tensor.Tensor._make(t.data, t._requires_grad, t._node, t._output)
+    ctx = Context()
+    ctx.fn, ctx.inputs, ctx.sequence = fn, (before,) + tuple(others), next(_sequence)
+    vars(ctx).update(attributes)
+    t._history = (t._history or []) + [(ctx.sequence, before)]
+    t._node, t._output, t._requires_grad = ctx, 0, True
+
+
 def unbroadcast(grad, shape):
     """Sum ``grad`` over the axes along which an input of ``shape`` was broadcast.
 
@@ -215,11 +261,26 @@ def unbroadcast(grad, shape):
 # The backward pass
 # ----------------------------------------------------------------------------
 
+def as_recorded(x, node):
+    """The tensor ``x`` as ``node`` saw it. An in-place operation recorded on x
+    (``x[i] = v``) makes x the output of a new node; a node recorded before
+    that still feeds the tensor x was, which x keeps in its history."""
+    if x._history is not None:
+        for sequence, before in x._history:
+            if node.sequence < sequence:
+                return before
+    return x
+
+
+def _inputs(node):
+    """The node's input tensors, each as the node saw it."""
+    return [as_recorded(x, node) for x in node.inputs if isinstance(x, _tensor.Tensor)]
+
+
 def _parent_nodes(node):
     if node.freed:
         return ()
-    return [x._node for x in node.inputs
-            if isinstance(x, _tensor.Tensor) and x._node is not None]
+    return [x._node for x in _inputs(node) if x._node is not None]
 
 
 def topological_order(root):
@@ -288,8 +349,8 @@ def _last_consumers(order):
     last = {}
     for node in order:
         if not node.freed:
-            for x in node.inputs:
-                if isinstance(x, _tensor.Tensor) and x._node is None and x._requires_grad:
+            for x in _inputs(node):
+                if x._node is None and x._requires_grad:
                     last[x] = node
     leaves = {}
     for leaf, node in last.items():
@@ -327,6 +388,7 @@ def _run_node(node, sums, retain_graph):
                            f"gradients for its {len(node.inputs)} inputs")
     for x, g in zip(node.inputs, input_grads, strict=True):
         if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
+            x = as_recorded(x, node)
             g = as_array(g)
             if g.dtype != x.data.dtype:     # a gradient has its tensor's dtype, as in PyTorch
                 g = g.astype(x.data.dtype)

@@ -81,8 +81,10 @@ class ConversionMethods:
         return self.to(other.device, dtype=other.dtype)
 
     def view(self, *shape, dtype=None):
-        """``view(*shape)``: the same elements in another shape, :func:`tinynet.reshape`
-        (one dim may be -1). ``view(dtype)``: the same memory read as ``dtype``, as
+        """``view(*shape)``: the same elements in another shape, a view of this tensor's
+        memory (one dim may be -1); an error where its layout cannot hold the shape
+        without a copy, as PyTorch's (``reshape`` copies: :func:`tinynet.ops.view`).
+        ``view(dtype)``: the same memory read as ``dtype``, as
         ``torch.Tensor.view(dtype)`` (NumPy's ``ndarray.view``): a dtype of another
         itemsize scales the last dim, which must then be contiguous (int32 to uint8
         makes it 4 times as long, and the reverse needs a multiple of 4). Not
@@ -95,11 +97,24 @@ class ConversionMethods:
             if shape:
                 raise TypeError("view() takes a shape or a dtype, not both")
             return _ops().conversion.view_dtype(self, dtype)
-        return _ops().reshape(self, *shape)
+        return _ops().view(self, *shape)
+
+    def contiguous(self):
+        """This tensor with its elements in row-major order in memory: itself if they
+        are, else a differentiable copy (:func:`tinynet.clone`)."""
+        return self if self.is_contiguous() else _ops().clone(self)
+
+    def is_contiguous(self) -> bool:
+        """Whether the elements lie in row-major order in memory, with no gaps."""
+        return bool(self.data.flags.c_contiguous)
+
+    def nelement(self) -> int:
+        """The number of elements, :meth:`numel`."""
+        return self.data.size
 
     def view_as(self, other):
         """``view(other.shape)``: this tensor's elements in the shape of ``other``."""
-        return _ops().reshape(self, other.shape)
+        return _ops().view(self, other.shape)
 
     def reshape_as(self, other):
         """``reshape(other.shape)``: this tensor's elements in the shape of ``other``."""

@@ -144,6 +144,18 @@ def _factory(make):
     return factory
 
 
+def _random_factory(draw):
+    """The shape factories that draw random numbers: a ``generator`` of their own too."""
+    def factory(*size, generator=None, dtype=None, device="cpu", requires_grad=False):
+        from .ops.random import generator_rng
+        rng = generator_rng(generator, device)
+        array = draw(rng, _shape(size), np.dtype(dtype or DEFAULT_DTYPE))
+        return Tensor._make_leaf(array, requires_grad)
+    factory.__name__ = draw.__name__
+    factory.__doc__ = draw.__doc__
+    return factory
+
+
 @_factory
 def zeros(b, shape, dtype):
     """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``."""
@@ -162,16 +174,16 @@ def empty(b, shape, dtype):
     return b.xp.empty(shape, dtype)
 
 
-@_factory
-def rand(b, shape, dtype):
-    """Uniform samples from [0, 1), from the seeded generator."""
-    return b.rng.random(shape, dtype=_float_dtype(dtype, "rand"))
+@_random_factory
+def rand(rng, shape, dtype):
+    """Uniform samples from [0, 1), from the seeded generator (or ``generator``)."""
+    return rng.random(shape, dtype=_float_dtype(dtype, "rand"))
 
 
-@_factory
-def randn(b, shape, dtype):
-    """Standard normal samples, from the seeded generator."""
-    return b.rng.standard_normal(shape, dtype=_float_dtype(dtype, "randn"))
+@_random_factory
+def randn(rng, shape, dtype):
+    """Standard normal samples, from the seeded generator (or ``generator``)."""
+    return rng.standard_normal(shape, dtype=_float_dtype(dtype, "randn"))
 
 
 def full(size, fill_value, dtype=None, device="cpu", requires_grad=False) -> Tensor:

@@ -66,6 +66,7 @@ from ._process_group import (
     is_initialized,
 )
 from ._traffic import Traffic, traffic
+from .lacking import lacking
 from .tensor import Tensor
 
 __all__ = ["ReduceOp", "Work", "ProcessGroupStateError", "is_available", "init_process_group",
@@ -303,3 +304,5 @@ def all_gather(tensor_list, tensor: Tensor, group=None, async_op: bool = False):
     for output, part in zip(tensor_list, received, strict=True):
         _inplace._written("all_gather", output, lambda array, part=part: _copy_back(array, part))
     return Work() if async_op else None
+
+__getattr__ = lacking("torch.distributed")

@@ -50,3 +50,4 @@ class IndexingMethods:
     def cummax(self, dim): return _ops().cummax(self, dim)
     def cummin(self, dim): return _ops().cummin(self, dim)
     def logcumsumexp(self, dim): return _ops().logcumsumexp(self, dim)
+    def narrow(self, dim, start, length): return _ops().narrow(self, dim, start, length)

@@ -1,5 +1,5 @@
 """In-place methods: ``add_``, ``sub_``, ``mul_``, ``div_``, ``zero_``, ``fill_``,
-``copy_``, ``clamp_``, with PyTorch's rules.
+``copy_``, ``clamp_`` and item assignment ``t[index] = value``, with PyTorch's rules.
 
 An in-place method writes into the tensor's own array and returns the tensor.
 It is not recorded in the graph (tinynet has no in-place autograd), so:
@@ -117,7 +117,7 @@ def _written(name, t, write):
             f"{name}(): the result does not fit the tensor of shape {tuple(t.shape)}: "
             f"{error}") from None
     t._version += 1
-    if t._node is not None:
+    if t._node is not None and t._node.fn.backward_reads_output:
         t._node.modified_output = (t._output, t._version)
     return t
 
@@ -192,6 +192,36 @@ class InPlaceMethods:
         raw = _raw("fill_", self, value)
         return _written("fill_", self, lambda a: a.fill(raw.item() if hasattr(raw, "item")
                                                        else raw))
+
+    def __setitem__(self, index, value):
+        """``t[index] = value``: a number or a tensor, broadcast to the indexed places
+        and converted to this dtype, as in PyTorch; any index ``t[index]`` takes
+        (ints, slices, masks, index tensors).
+
+        With grad mode on, where t or the value requires grad, the assignment is
+        recorded in the graph (the one in-place operation that is): t becomes the
+        output of a ``SetItem`` node, as in PyTorch, and ``backward()`` sends the
+        gradient of the written places to the value. Refused, as PyTorch refuses
+        it, on a leaf that requires grad; refused too on a tensor whose memory is
+        a view of another's (``clone()`` it first).
+        """
+        from .ops.indexing import SetItem
+        from .ops.shape import _raw_index
+        raw, where = _raw("__setitem__", self, value), _raw_index(index)
+        value_grad = isinstance(value, _tensor.Tensor) and value._requires_grad
+        if not (autograd.is_grad_enabled() and (self._requires_grad or value_grad)):
+            _written("__setitem__", self, lambda a: a.__setitem__(where, raw))
+            return
+        if self._requires_grad and self._node is None:
+            _check_allowed("__setitem__", self, value)       # a leaf: PyTorch's error
+        if getattr(self.data, "base", None) is not None:
+            raise RuntimeError(
+                "__setitem__(): the tensor's memory is a view of another tensor's "
+                "(a reshape or a slice of it); tinynet records item assignment only on "
+                "a tensor with memory of its own: clone() it first")
+        _written("__setitem__", self, lambda a: a.__setitem__(where, raw))
+        autograd.record_in_place(self, SetItem, (value,) if value_grad else (raw,),
+                                 index=where, value_shape=value.shape if value_grad else None)
 
     def copy_(self, src, non_blocking=False):
         """Copy ``src`` (broadcast to this shape, converted to this dtype and device)."""

@@ -38,6 +38,13 @@ class MathMethods:
     def trunc(self): return _ops().trunc(self)
     def round(self, *, decimals=0): return _ops().round(self, decimals=decimals)
     def lerp(self, end, weight): return _ops().lerp(self, end, weight)
+    def eq(self, other): return _ops().eq(self, other)
+    def ne(self, other): return _ops().ne(self, other)
+    def lt(self, other): return _ops().lt(self, other)
+    def le(self, other): return _ops().le(self, other)
+    def gt(self, other): return _ops().gt(self, other)
+    def ge(self, other): return _ops().ge(self, other)
+    def equal(self, other): return _ops().equal(self, other)
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         return _ops().isclose(self, other, rtol, atol, equal_nan)

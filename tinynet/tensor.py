@@ -25,11 +25,14 @@ import numpy as np
 from . import autograd, hooks
 from . import backend as _backend
 from .conversion_methods import ConversionMethods
+from .devices import device
 from .indexing_methods import IndexingMethods
 from .inplace import InPlaceMethods
 from .math_methods import MathMethods
 
 __all__ = ["Tensor"]
+
+_DEVICES = {"cpu": device("cpu"), "cuda": device("cuda")}
 
 
 def _is_float_dtype(dtype) -> bool:
@@ -63,8 +66,9 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
 
     # _version counts the in-place writes to this tensor (see tinynet.inplace).
     # _grad_hooks / _post_accumulate_hooks: a leaf's hooks (tinynet.hooks), or None.
+    # _history: (node sequence, the tensor before) of each in-place op recorded on it.
     __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "_version",
-                 "_grad_hooks", "_post_accumulate_hooks", "__weakref__")
+                 "_history", "_grad_hooks", "_post_accumulate_hooks", "__weakref__")
 
     # Make NumPy hand mixed expressions (ndarray + Tensor) over to Tensor.
     __array_ufunc__ = None
@@ -82,6 +86,7 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
         self._node = None
         self._output = 0
         self._version = 0
+        self._history = None
         self._grad_hooks = self._post_accumulate_hooks = None
         self._requires_grad = False
         self.requires_grad = requires_grad
@@ -106,6 +111,7 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
         t._node = node
         t._output = output
         t._version = 0
+        t._history = None
         t._grad_hooks = t._post_accumulate_hooks = None
         return t
 
@@ -218,9 +224,10 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
         return self.data.dtype
 
     @property
-    def device(self) -> str:
-        """``'cpu'`` (a NumPy array) or ``'cuda'`` (a CuPy array)."""
-        return _backend.device_of(self.data)
+    def device(self) -> device:
+        """``device('cpu')`` (a NumPy array) or ``device('cuda')`` (a CuPy array); a
+        :class:`~tinynet.device` is also its name, ``'cpu'`` or ``'cuda'``."""
+        return _DEVICES[_backend.device_of(self.data)]
 
     def size(self, dim=None):
         """The shape (a tuple), or the size of dim ``dim``, as ``torch.Tensor.size``."""
@@ -271,6 +278,19 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
 
     def __int__(self):
         return int(self.item())
+
+    def __index__(self):
+        """A one-element integer tensor as an index (``seq[t]``, ``range(t)``), as PyTorch."""
+        if self.data.size != 1 or self.dtype.kind not in "iub":
+            raise TypeError(f"only integer tensors of a single element can be converted to "
+                            f"an index; got dtype {self.dtype} and shape {tuple(self.shape)}")
+        return int(self.item())
+
+    def __format__(self, spec):
+        """``f"{loss:.4f}"``: a one-element tensor formats as its number, as PyTorch's."""
+        if spec and self.data.size == 1:
+            return format(self.item(), spec)
+        return format(str(self), spec)
 
     def __bool__(self):
         if self.data.size != 1:

@@ -9,8 +9,10 @@
     for images, labels in DataLoader(train, batch_size=32, shuffle=True):
         ...                                   # float32 (32, 784), int64 (32,)
 
-* :mod:`~tinynet.data.dataset`: ``Dataset``, ``TensorDataset``, ``Subset``, ``random_split``;
+* :mod:`~tinynet.data.dataset`: ``Dataset``, ``IterableDataset``, ``TensorDataset``,
+  ``Subset``, ``random_split``;
 * :mod:`~tinynet.data.loader`: ``DataLoader``;
+* :mod:`~tinynet.data.workers`: its worker processes, ``get_worker_info``;
 * :mod:`~tinynet.data.sampler`: ``Sampler``, ``SequentialSampler``, ``RandomSampler``,
   ``SubsetRandomSampler``, ``BatchSampler``, ``DistributedSampler``;
 * :mod:`~tinynet.data.mnist`: ``MNIST``, ``load_mnist``, ``download_mnist``;
@@ -19,7 +21,15 @@
 * :mod:`~tinynet.data.idx`: reading and writing MNIST's IDX files;
 * :mod:`~tinynet.data.files`: atomic writes and verified downloads.
 """
-from .dataset import Dataset, Subset, TensorDataset, default_collate, random_split
+from ..lacking import lacking
+from .dataset import (
+    Dataset,
+    IterableDataset,
+    Subset,
+    TensorDataset,
+    default_collate,
+    random_split,
+)
 from .files import ChecksumError, DownloadError
 from .idx import MNISTFormatError, read_idx, write_idx
 from .loader import DataLoader
@@ -33,9 +43,13 @@ from .sampler import (
     SubsetRandomSampler,
 )
 from .text import CharCorpus, load_tinyshakespeare
+from .workers import get_worker_info
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "default_collate",
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "get_worker_info", "Subset",
+           "random_split", "default_collate",
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "BatchSampler", "DistributedSampler", "MNIST", "load_mnist",
            "download_mnist", "MNISTFormatError", "DownloadError", "ChecksumError", "read_idx",
            "write_idx", "CharCorpus", "load_tinyshakespeare"]
+
+__getattr__ = lacking("torch.utils.data")

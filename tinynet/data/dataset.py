@@ -8,16 +8,22 @@ by field, unless the dataset has a ``get_batch`` method. Datasets that hold
 whole arrays (:class:`TensorDataset`, :class:`~tinynet.data.MNIST`, and a
 :class:`Subset` of either) have one: a fancy index per array, which is what
 makes small batches cheap.
+
+An :class:`IterableDataset` is a stream instead: it has ``__iter__`` and the
+loader batches its items in the order they come.
 """
 from __future__ import annotations
+
+import collections.abc
+import functools
 
 import numpy as np
 
 from .. import backend as _backend
 from ..tensor import Tensor
 
-__all__ = ["Dataset", "TensorDataset", "Subset", "random_split", "default_collate",
-           "batch_getter"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "random_split",
+           "default_collate", "batch_getter"]
 
 
 class Dataset:
@@ -35,6 +41,39 @@ class Dataset:
         raise NotImplementedError(f"{type(self).__name__} does not define __len__")
 
 
+class IterableDataset(Dataset):
+    """A dataset read as a stream, as ``torch.utils.data.IterableDataset``:
+    subclasses define ``__iter__``, which yields the items, and ``__len__``
+    only if they know the number.
+
+    The :class:`~tinynet.data.DataLoader` batches the items in the order they
+    come: it takes no sampler and no ``shuffle``. With ``num_workers > 0``
+    every worker process iterates over its own copy of the dataset, and so
+    yields every item, unless the dataset splits the items between the
+    workers; :func:`~tinynet.data.get_worker_info` tells it which worker is
+    asking, and is None in the main process::
+
+        class Numbers(IterableDataset):
+            def __init__(self, n):
+                self.n = n
+
+            def __iter__(self):
+                worker = get_worker_info()
+                if worker is None:                           # one process: all of them
+                    return iter(range(self.n))
+                return iter(range(worker.id, self.n, worker.num_workers))
+    """
+
+    def __iter__(self):
+        raise NotImplementedError(f"{type(self).__name__} does not define __iter__")
+
+    def __len__(self):
+        raise TypeError(f"object of type '{type(self).__name__}' has no len()")
+
+    def __bool__(self):
+        return True         # truth does not ask len(), which a stream may not have
+
+
 def batch_getter(dataset):
     """A function from an array of indices to the batch of ``dataset`` at them.
 
@@ -45,19 +84,32 @@ def batch_getter(dataset):
     get_batch = getattr(dataset, "get_batch", None)
     if get_batch is not None:
         return get_batch
-    return lambda indices: default_collate([dataset[int(i)] for i in indices])
+    return functools.partial(_gather, dataset)     # a partial pickles, for worker processes
+
+
+def _gather(dataset, indices):
+    return default_collate([dataset[int(i)] for i in indices])
 
 
 def default_collate(items: list):
     """Stack a list of items into a batch (the NumPy side of PyTorch's ``default_collate``).
 
-    Tuple items give a tuple with one stacked array per field; other items
-    give one stacked array. Arrays keep their dtype, Python ints become int64
-    and Python floats float32 (tinynet's default dtype).
+    Arrays, Tensors and numbers are stacked into one array: arrays keep their
+    dtype, Python ints become int64 and Python floats float32 (tinynet's
+    default dtype). Containers are collated field by field, recursively, as
+    in PyTorch: tuple and list items give a tuple with one batch per field
+    (a named tuple keeps its type), dict items a dict with one batch per key,
+    and strings stay a list of strings.
     """
     first = items[0]
+    if isinstance(first, (str, bytes)):
+        return list(items)
+    if isinstance(first, collections.abc.Mapping):
+        return {key: default_collate([item[key] for item in items]) for key in first}
+    if isinstance(first, tuple) and hasattr(first, "_fields"):
+        return type(first)(*(default_collate(list(field)) for field in zip(*items, strict=True)))
     if isinstance(first, (tuple, list)):
-        return tuple(_stack(list(field)) for field in zip(*items, strict=True))
+        return tuple(default_collate(list(field)) for field in zip(*items, strict=True))
     return _stack(items)
 
 

@@ -30,15 +30,22 @@ from .dataset import shuffle_generator
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "BatchSampler", "DistributedSampler", "as_generator"]
 
+_DRAW_CHUNK = 1024
+"""How many indices a :class:`RandomSampler` with replacement draws at once."""
+
 
 def as_generator(where: str, generator) -> np.random.Generator | None:
-    """``generator`` (None, an int seed or a ``numpy.random.Generator``) as a
-    generator, or None for tinynet's CPU generator. TypeError for anything else."""
+    """``generator`` (None, an int seed, a :class:`tinynet.Generator`, as PyTorch
+    programs pass one, or a ``numpy.random.Generator``) as a NumPy generator, or
+    None for tinynet's CPU generator. TypeError for anything else."""
+    from ..ops.random import Generator
+    if isinstance(generator, Generator):
+        return generator.rng
     if generator is None or isinstance(generator, np.random.Generator):
         return generator
     if isinstance(generator, numbers.Integral) and not isinstance(generator, bool):
         return shuffle_generator(int(generator))
-    raise TypeError(f"{where}: generator must be None, an int seed or a "
+    raise TypeError(f"{where}: generator must be None, an int seed, a tinynet.Generator or a "
                     f"numpy.random.Generator, got {type(generator).__name__} {generator!r}")
 
 
@@ -82,8 +89,10 @@ class RandomSampler(Sampler):
     Without ``replacement`` each epoch is a permutation of all indices; a
     ``num_samples`` above ``len(data_source)`` chains whole permutations and
     the start of one more. With ``replacement`` it draws ``num_samples``
-    (default ``len(data_source)``) indices independently and uniformly.
-    ``generator``: see the module's docstring.
+    (default ``len(data_source)``) indices independently and uniformly, 1024
+    at a time as the epoch goes: an epoch of any length
+    (``num_samples=int(1e10)`` makes an endless loader) takes no memory up
+    front. ``generator``: see the module's docstring.
     """
 
     def __init__(self, data_source, replacement: bool = False, num_samples: int | None = None,
@@ -93,8 +102,11 @@ class RandomSampler(Sampler):
         if len(data_source) == 0:
             raise ValueError("RandomSampler: the data source is empty, there is nothing "
                              "to sample")
-        self._num_samples = (None if num_samples is None else
-                             check_count("RandomSampler", "num_samples", num_samples))
+        if num_samples is not None and (isinstance(num_samples, bool) or not isinstance(
+                num_samples, numbers.Integral) or num_samples <= 0):
+            raise ValueError("RandomSampler: num_samples should be a positive integer value, "
+                             f"but got num_samples={num_samples!r}")
+        self._num_samples = None if num_samples is None else int(num_samples)
         self.generator = as_generator("RandomSampler", generator)
 
     @property
@@ -106,7 +118,8 @@ class RandomSampler(Sampler):
         n, wanted = len(self.data_source), self.num_samples
         generator = shuffle_generator(None) if self.generator is None else self.generator
         if self.replacement:
-            yield from generator.integers(0, n, size=wanted).tolist()
+            for start in range(0, wanted, _DRAW_CHUNK):
+                yield from generator.integers(0, n, size=min(_DRAW_CHUNK, wanted - start)).tolist()
             return
         for _ in range(wanted // n):
             yield from generator.permutation(n).tolist()

@@ -1,9 +1,11 @@
 """Layers with PyTorch's names, shapes and defaults (``tinynet.nn``)."""
+from ..lacking import lacking
 from . import functional, init, parallel, utils
 from .activation import ELU, GELU, LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
 from .attention import MultiheadAttention
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .dropout import Dropout1d, Dropout2d, Dropout3d
 from .embedding import Embedding
 from .layers import (
     BCELoss,
@@ -43,26 +45,32 @@ from .pooling import (
     MaxPool3d,
 )
 from .recurrent import LSTM, GateNorms, LSTMCell
+from .rnn import GRU, RNN, GRUCell, RNNCell
 from .sync_batchnorm import SyncBatchNorm
 from .transformer import TransformerEncoder, TransformerEncoderLayer
+from .transformer_decoder import Transformer, TransformerDecoder, TransformerDecoderLayer
 
 __all__ = [
     "functional", "init", "utils", "parallel",
     # modules and containers
     "Module", "Parameter", "Sequential", "ModuleList", "ModuleDict",
     # layers
-    "Linear", "Identity", "Flatten", "Unflatten", "Dropout", "Embedding",
+    "Linear", "Identity", "Flatten", "Unflatten", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "Embedding",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "MaxPool1d", "MaxPool2d", "MaxPool3d",
     "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "LayerNorm", "RMSNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
     "BatchNorm1d", "BatchNorm2d", "StepwiseBatchNorm", "SyncBatchNorm",
-    "LSTMCell", "LSTM", "GateNorms",
+    "LSTMCell", "LSTM", "GateNorms", "RNNCell", "GRUCell", "RNN", "GRU",
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+    "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
     # activations
     "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "GELU", "SiLU", "Softplus", "ELU",
     "LeakyReLU",
     # losses
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
 ]
+
+__getattr__ = lacking("torch.nn")

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..backend import get_array_module, kernels_for
 from ..hyperparameters import check_real
+from ..lacking import lacking
 from ..ops import (
     dropout,
     elu,
@@ -46,6 +47,7 @@ from ..ops.pooling import (
     max_pool2d,
     max_pool3d,
 )
+from .dropout import dropout1d, dropout2d, dropout3d
 from .functional_losses import (
     _check_reduction,  # noqa: F401 (the loss modules check their reduction with it)
     _reduce,
@@ -56,6 +58,7 @@ from .functional_losses import (
 )
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
+           "dropout1d", "dropout2d", "dropout3d",
            "cross_entropy", "nll_loss", "mse_loss", "layer_norm", "rms_norm", "batch_norm",
            "group_norm", "instance_norm", "conv1d", "conv2d", "conv3d",
            "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -249,3 +252,5 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     # A constant channel with eps = 0 normalizes to 0, with a zero gradient, as
     # PyTorch's instance_norm gives (batch norm's 1/σ = 0 where σ = 0).
     return GroupNormFunction.apply(input, weight, bias, input.shape[1], eps, True)
+
+__getattr__ = lacking("torch.nn.functional")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ..backend import get_backend
+from ..lacking import lacking
 
 __all__ = ["uniform_", "normal_", "zeros_", "ones_", "constant_"]
 
@@ -47,3 +48,5 @@ def fan_in_bound(fan_in: int) -> float:
     """1/sqrt(fan_in): PyTorch's bound for Linear (kaiming_uniform with a=sqrt(5)
     gives the same for the weight) and for the LSTM's U(-1/sqrt(H), 1/sqrt(H))."""
     return 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0
+
+__getattr__ = lacking("torch.nn.init")

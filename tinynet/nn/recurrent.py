@@ -31,8 +31,10 @@ so c_1 and h_1 are not constant rows and the chain is broken.
 """
 from __future__ import annotations
 
+import warnings
+
 from .. import creation
-from ..hyperparameters import check_count
+from ..hyperparameters import check_count, check_real
 from ..ops import stack
 from ..ops.recurrent import LSTMCellUpdate, LSTMOutput, LSTMSequence
 from . import functional as F
@@ -41,7 +43,7 @@ from .module import Module, Parameter
 from .normalization import LayerNorm, StepwiseBatchNorm
 
 __all__ = ["LSTMCell", "LSTM", "GateNorms", "lstm_cell", "input_gates", "recurrent_step",
-           "lstm_sequence"]
+           "lstm_sequence", "check_dropout"]
 
 NORMS = (None, "layer", "batch")
 
@@ -125,6 +127,18 @@ def _check_norm(norm):
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
 
 
+def check_dropout(where: str, dropout, num_layers: int, stacklevel: int = 3) -> float:
+    """The ``dropout`` of a multi-layer recurrent layer, a probability in [0, 1]. As
+    PyTorch, warn when it is non-zero with one layer: it acts between layers only.
+    ``stacklevel`` points the warning at the line that built the layer."""
+    dropout = check_real(where, "dropout", dropout, 0, 1)
+    if dropout > 0 and num_layers == 1:
+        warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                      "non-zero dropout expects num_layers greater than 1, but got "
+                      f"dropout={dropout} and num_layers={num_layers}", stacklevel=stacklevel)
+    return dropout
+
+
 def _make_weights(module, suffix, input_size, hidden_size, bias, dtype, device):
     """Register weight_ih/hh and bias_ih/hh (+ suffix) with U(-1/√H, 1/√H) init."""
     check_count(type(module).__name__, "input_size", input_size, low=0)
@@ -189,16 +203,19 @@ class LSTM(Module):
     Input (T, B, I), or (B, T, I) with ``batch_first``; optional initial state
     ``(h_0, c_0)`` each (num_layers, B, H). Parameters are named as PyTorch's
     (``weight_ih_l0`` ...), so weights can be copied from ``torch.nn.LSTM``.
+    ``dropout`` (as PyTorch's) zeroes elements of each layer's output but the
+    last before the next layer reads it, in training mode only.
     """
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bias: bool = True, batch_first: bool = False, norm=None, eps: float = 1e-5,
-                 max_steps: int = 784, dtype=None, device="cpu"):
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 norm=None, eps: float = 1e-5, max_steps: int = 784, dtype=None, device="cpu"):
         super().__init__()
         _check_norm(norm)
         check_count("LSTM", "num_layers", num_layers)
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.batch_first, self.norm = batch_first, norm
+        self.dropout = check_dropout("LSTM", dropout, num_layers)
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size
             _make_weights(self, f"_l{layer}", layer_input, hidden_size, bias, dtype, device)
@@ -237,6 +254,8 @@ class LSTM(Module):
         sequence = x
         final_h, final_c = [], []
         for layer in range(self.num_layers):
+            if layer > 0:
+                sequence = F.dropout(sequence, self.dropout, self.training)
             if hx is None:
                 h = c = _zeros_state(batch, self.hidden_size, x)
             else:
@@ -264,6 +283,11 @@ class LSTM(Module):
             final_c.append(c)
         return sequence, (stack(final_h), stack(final_c))
 
+    def flatten_parameters(self):
+        """Nothing to do: PyTorch packs the weights into one buffer for cuDNN here;
+        tinynet's weights are separate arrays. Kept so PyTorch code runs unchanged."""
+
     def extra_repr(self):
+        dropout = f", dropout={self.dropout}" if self.dropout else ""
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
-                f"batch_first={self.batch_first}, norm={self.norm!r}")
+                f"batch_first={self.batch_first}{dropout}, norm={self.norm!r}")

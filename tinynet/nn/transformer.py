@@ -10,7 +10,8 @@ difference Xiong et al. (2020) analyse:
 
 Pre-LN keeps an identity path from the input to the output, so its gradients
 are well behaved at initialization and it trains without a learning-rate
-warm-up; Post-LN needs the warm-up.
+warm-up; Post-LN needs the warm-up. The decoder and the whole encoder–decoder
+are in :mod:`tinynet.nn.transformer_decoder`.
 """
 from __future__ import annotations
 
@@ -29,6 +30,54 @@ from .normalization import LayerNorm
 __all__ = ["TransformerEncoderLayer", "TransformerEncoder"]
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+def activation_fn(where, activation):
+    """The feed-forward activation: 'relu', 'gelu' or a callable (a Module or a function)."""
+    if isinstance(activation, str):
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"{where}: activation should be relu/gelu or a callable, "
+                             f"not {activation!r}")
+        return _ACTIVATIONS[activation]
+    if not callable(activation):
+        raise TypeError(f"{where}: activation must be 'relu', 'gelu' or a callable, got "
+                        f"{type(activation).__name__}")
+    return activation
+
+
+def sequence_length(x, batch_first):
+    """The length of a (T, N, E), (N, T, E) with ``batch_first``, or unbatched (T, E) input."""
+    return x.shape[1 if batch_first and x.ndim == 3 else 0]
+
+
+def batch_size(where, x, name, batch_first):
+    """The batch size of a 3-D input, None for an unbatched 2-D one."""
+    if x.ndim not in (2, 3):
+        raise ValueError(f"{where}: {name} must be 3-D (batched) or 2-D (unbatched), got "
+                         f"shape {tuple(x.shape)}")
+    return x.shape[0 if batch_first else 1] if x.ndim == 3 else None
+
+
+def check_masks(where, nhead, batch, queries, keys, names, attn_mask, key_padding_mask):
+    """A ValueError naming the mask (``names``: the attention mask's, the key padding
+    mask's) whose shape is not (L, S) or (N·nhead, L, S), or (N, S), or (S,) unbatched."""
+    shapes = [(queries, keys), ((batch or 1) * nhead, queries, keys)]
+    if attn_mask is not None and tuple(attn_mask.shape) not in shapes:
+        raise ValueError(f"{where}: {names[0]} has shape {tuple(attn_mask.shape)}, expected "
+                         f"{shapes[0]} or {shapes[1]}")
+    shape = (keys,) if batch is None else (batch, keys)
+    if key_padding_mask is not None and tuple(key_padding_mask.shape) != shape:
+        raise ValueError(f"{where}: {names[1]} has shape {tuple(key_padding_mask.shape)}, "
+                         f"expected {shape}")
+
+
+def is_causal_mask(mask, size):
+    """Whether the additive ``mask`` is the (size, size) causal mask: −∞ above the
+    diagonal, 0 elsewhere (PyTorch's detection for ``is_causal=None``)."""
+    if mask is None or tuple(mask.shape) != (size, size):
+        return False
+    xp = get_array_module(mask.data)
+    return bool((mask.data == causal_bias(xp, size, size, mask.dtype)).all())
 
 
 class TransformerEncoderLayer(Module):
@@ -58,15 +107,7 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            if activation not in _ACTIVATIONS:
-                raise ValueError(f"TransformerEncoderLayer: activation should be relu/gelu "
-                                 f"or a callable, not {activation!r}")
-            activation = _ACTIVATIONS[activation]
-        elif not callable(activation):
-            raise TypeError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or a "
-                            f"callable, got {type(activation).__name__}")
-        self.activation = activation
+        self.activation = activation_fn("TransformerEncoderLayer", activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         """``src`` (S, N, E), (N, S, E) with ``batch_first``, or (S, E) -> the same shape.
@@ -75,6 +116,13 @@ class TransformerEncoderLayer(Module):
         ``src_key_padding_mask`` are passed to the self-attention; ``is_causal`` is a hint
         that ``src_mask`` is the causal mask.
         """
+        src_mask = additive_mask(src_mask, "src_mask", src)
+        src_key_padding_mask = additive_mask(src_key_padding_mask, "src_key_padding_mask", src)
+        batch_first = self.self_attn.batch_first
+        length = sequence_length(src, batch_first)
+        check_masks("TransformerEncoderLayer", self.self_attn.num_heads,
+                    batch_size("TransformerEncoderLayer", src, "src", batch_first), length,
+                    length, ("src_mask", "src_key_padding_mask"), src_mask, src_key_padding_mask)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -131,11 +179,4 @@ class TransformerEncoder(Module):
 
     def _is_causal_mask(self, mask, src):
         """Whether ``mask`` is the (S, S) causal mask: −∞ above the diagonal, 0 elsewhere."""
-        if mask is None:
-            return False
-        batch_first = self.layers[0].self_attn.batch_first
-        size = src.shape[1 if batch_first and src.ndim == 3 else 0]
-        if tuple(mask.shape) != (size, size):
-            return False
-        xp = get_array_module(mask.data)
-        return bool((mask.data == causal_bias(xp, size, size, mask.dtype)).all())
+        return is_causal_mask(mask, sequence_length(src, self.layers[0].self_attn.batch_first))

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..backend import get_array_module
 from ..hyperparameters import check_real
+from ..lacking import lacking
 from ..tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
@@ -126,3 +127,5 @@ def parameter_grad_norms(module) -> dict:
             grad = p.grad.data
             norms[name] = float(_vector_norm(get_array_module(grad), grad, 2))
     return norms
+
+__getattr__ = lacking("torch.nn.utils")

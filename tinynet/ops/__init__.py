@@ -22,7 +22,22 @@ from .elementwise import (
 from .embedding import embedding, one_hot
 from .indexing import argsort, index_select, masked_select, nonzero, repeat_interleave
 from .linalg import linear, matmul
-from .logical import all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, isclose
+from .logical import (
+    all,
+    any,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
+    eq,
+    equal,
+    ge,
+    gt,
+    isclose,
+    le,
+    lt,
+    ne,
+)
 from .math import (
     acos,
     acosh,
@@ -45,7 +60,7 @@ from .math import (
 )
 from .pad import pad
 from .product import prod
-from .random import Generator, dropout, multinomial
+from .random import Generator, dropout, multinomial, randint, randperm
 from .rearrange import diag, diagonal, flip, roll, unflatten, unfold
 from .reduction import (
     argmax,
@@ -58,7 +73,7 @@ from .reduction import (
     sum,
     var,
 )
-from .select import gather, sort, topk, tril, triu
+from .select import gather, narrow, sort, topk, tril, triu
 from .shape import (
     cat,
     chunk,
@@ -83,18 +98,18 @@ from .statistics import std_mean, var_mean
 from .unary import abs, exp, log, neg, relu, sigmoid, sqrt, tanh
 
 __all__ = [
-    "erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "scaled_dot_product_attention",
-    "cast", "to_device", "abs", "add",
-    "clamp", "clip", "compare", "div", "exp", "log", "masked_fill", "maximum", "minimum", "mul",
-    "neg", "pow", "relu", "sigmoid", "sqrt", "sub", "tanh", "where", "embedding", "one_hot",
-    "linear", "matmul", "dropout", "argmax", "argmin", "log_softmax", "logsumexp", "max", "mean",
-    "min", "norm", "softmax", "std", "sum", "var", "cat", "chunk", "clone", "concatenate",
-    "expand", "flatten", "getitem", "permute", "repeat", "reshape", "split", "squeeze", "stack",
-    "transpose", "unbind", "unsqueeze", "view", "Generator", "multinomial", "gather", "sort",
+    "erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "scaled_dot_product_attention", "cast",
+    "to_device", "abs", "add", "clamp", "clip", "compare", "div", "exp", "log", "masked_fill",
+    "maximum", "minimum", "mul", "neg", "pow", "relu", "sigmoid", "sqrt", "sub", "tanh", "where",
+    "embedding", "one_hot", "linear", "matmul", "dropout", "argmax", "argmin", "log_softmax",
+    "logsumexp", "max", "mean", "min", "norm", "softmax", "std", "sum", "var", "cat", "chunk",
+    "clone", "concatenate", "expand", "flatten", "getitem", "permute", "repeat", "reshape", "split",
+    "squeeze", "stack", "transpose", "unbind", "unsqueeze", "view", "Generator", "multinomial",
+    "randint", "randperm", "gather", "narrow", "eq", "ne", "lt", "le", "gt", "ge", "equal", "sort",
     "topk", "tril", "triu", "all", "any", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor",
     "isclose", "acos", "acosh", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "floor",
-    "floor_divide", "lerp", "round", "rsqrt", "sin", "sinh", "tan", "trunc", "prod",
-    "cummax", "cummin", "cumprod", "cumsum", "logcumsumexp", "argsort", "index_select",
-    "masked_select", "nonzero", "repeat_interleave", "pad", "diag", "diagonal", "flip", "roll",
-    "unflatten", "unfold", "einsum", "std_mean", "var_mean",
+    "floor_divide", "lerp", "round", "rsqrt", "sin", "sinh", "tan", "trunc", "prod", "cummax",
+    "cummin", "cumprod", "cumsum", "logcumsumexp", "argsort", "index_select", "masked_select",
+    "nonzero", "repeat_interleave", "pad", "diag", "diagonal", "flip", "roll", "unflatten",
+    "unfold", "einsum", "std_mean", "var_mean",
 ]

@@ -98,6 +98,7 @@ def broadcast(name, op, a, b):
 
 @no_fp_warnings
 class Add(Function):
+    backward_reads_output = False
     backward_reads_inputs = False
 
     @staticmethod
@@ -113,6 +114,7 @@ class Add(Function):
 
 @no_fp_warnings
 class Sub(Function):
+    backward_reads_output = False
     backward_reads_inputs = False
 
     @staticmethod
@@ -128,6 +130,7 @@ class Sub(Function):
 
 @no_fp_warnings
 class Mul(Function):
+    backward_reads_output = False
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)

@@ -1,5 +1,6 @@
 """Reading elements by index or by mask: index_select, repeat_interleave,
-masked_select, and the index-valued nonzero and argsort.
+masked_select, and the index-valued nonzero and argsort; and writing them,
+the node of a recorded item assignment (``SetItem``).
 
 ``IndexSelect`` is the one gather along a dim that the others (and ``unfold``,
 ``pad``) build on: its backward adds each output gradient into the element it
@@ -17,7 +18,7 @@ from ..tensor import Tensor
 from .reduction import normalize_axis
 
 __all__ = ["index_select", "repeat_interleave", "masked_select", "nonzero", "argsort",
-           "sort_order"]
+           "sort_order", "SetItem"]
 
 
 def take(x, index, axis):
@@ -34,6 +35,25 @@ def take_backward(grad, shape, dtype, index, axis):
     values = xp.moveaxis(grad, source, tuple(range(index.ndim)))
     scatter_add(xp.moveaxis(full, axis, 0), index, values)
     return full
+
+
+class SetItem(Function):
+    """``t[index] = value``, recorded in place (:meth:`Tensor.__setitem__`): the node's
+    inputs are t as it was and the value. The gradient reaches t where it was not
+    written, and the value from the places it was written to (summed where it was
+    broadcast), as PyTorch's ``index_put_``. The write happens in the tensor's own
+    memory, so this node has no forward."""
+
+    backward_reads_inputs = False
+    backward_reads_output = False
+
+    @staticmethod
+    def backward(ctx, grad):
+        index, value_shape = ctx.index, ctx.value_shape
+        grad_before = grad.copy()
+        grad_before[index] = 0
+        grad_value = None if value_shape is None else unbroadcast(grad[index], value_shape)
+        return grad_before, grad_value
 
 
 class IndexSelect(Function):

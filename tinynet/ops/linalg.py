@@ -64,6 +64,8 @@ class Linear(Function):
     dx = dy W, dW = dyᵀ x, db = Σ_rows dy; leading axes of x are batch axes.
     """
 
+    backward_reads_output = False
+
     @staticmethod
     def forward(ctx, x, weight, bias):
         if x.ndim == 0 or x.shape[-1] != weight.shape[1]:

@@ -15,10 +15,11 @@ import numpy as np
 from ..backend import get_array_module
 from ..tensor import Tensor
 from .elementwise import broadcast, operand
+from .elementwise import compare as _compare
 from .reduction import resolve_dims
 
 __all__ = ["isclose", "any", "all", "bitwise_and", "bitwise_or", "bitwise_xor",
-           "bitwise_not"]
+           "bitwise_not", "eq", "ne", "lt", "le", "gt", "ge", "equal"]
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -114,3 +115,25 @@ def bitwise_not(input):
     if not isinstance(input, Tensor):
         raise TypeError(f"bitwise_not: expected a Tensor, not {type(input).__name__}")
     return Tensor._make(operator.invert(_integral("bitwise_not", input)))
+
+
+def _comparison(name, doc):
+    def compare(input, other):
+        return _compare(name, input, other)
+    compare.__name__, compare.__doc__ = name, doc
+    return compare
+
+
+eq = _comparison("eq", "``input == other`` elementwise, broadcast: a bool tensor (``torch.eq``).")
+ne = _comparison("ne", "``input != other`` elementwise, broadcast: a bool tensor (``torch.ne``).")
+lt = _comparison("lt", "``input < other`` elementwise, broadcast: a bool tensor (``torch.lt``).")
+le = _comparison("le", "``input <= other`` elementwise, broadcast: a bool tensor (``torch.le``).")
+gt = _comparison("gt", "``input > other`` elementwise, broadcast: a bool tensor (``torch.gt``).")
+ge = _comparison("ge", "``input >= other`` elementwise, broadcast: a bool tensor (``torch.ge``).")
+
+
+def equal(input, other) -> bool:
+    """Whether the two tensors have the same shape and the same elements, a Python bool
+    (``torch.equal``; NaN equals nothing)."""
+    return tuple(input.shape) == tuple(other.shape) and builtins.bool(
+        get_array_module(input.data).all(input.data == other.data))

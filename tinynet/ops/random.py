@@ -10,7 +10,7 @@ from ..autograd import Function
 from ..backend import device_of, get_backend
 from ..hyperparameters import check_real
 
-__all__ = ["dropout", "multinomial", "Generator"]
+__all__ = ["dropout", "multinomial", "Generator", "randint", "randperm", "generator_rng"]
 
 
 class Dropout(Function):
@@ -113,3 +113,46 @@ def _skip_empty(weights, chosen):
         last = weights.shape[1] - 1 - xp.argmax((weights > 0)[:, ::-1], axis=1)
         chosen = xp.where(empty, last, chosen)
     return chosen
+
+
+def generator_rng(generator, device="cpu"):
+    """The NumPy (CuPy) generator to draw from: ``generator``'s own, else the device's
+    seeded one (:func:`tinynet.manual_seed`)."""
+    if generator is None:
+        return get_backend(device).rng
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator must be a tinynet.Generator, got {type(generator).__name__}")
+    return generator.rng
+
+
+def randint(low, high=None, size=None, *, generator=None, dtype=None, device="cpu",
+            requires_grad=False):
+    """Integers drawn uniformly from [low, high), of shape ``size``, as
+    ``torch.randint``: ``randint(high, size)`` or ``randint(low, high, size)``;
+    int64 unless ``dtype`` is given."""
+    from ..tensor import Tensor
+    if size is None:                     # randint(high, size)
+        low, high, size = 0, low, high
+    if size is None:
+        raise TypeError("randint(): missing the size, e.g. randint(10, (3,))")
+    for name, value in (("low", low), ("high", high)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"randint(): {name} must be an int, got {value!r}")
+    if high <= low:
+        raise ValueError(f"randint(): expected low < high, got low={low}, high={high}")
+    shape = (size,) if isinstance(size, numbers.Integral) else tuple(size)
+    rng = generator_rng(generator, device)
+    values = rng.integers(int(low), int(high), size=shape, dtype=np.int64)
+    return Tensor._make_leaf(values.astype(np.dtype(dtype or np.int64), copy=False),
+                             requires_grad)
+
+
+def randperm(n, *, generator=None, dtype=None, device="cpu", requires_grad=False):
+    """A random permutation of 0, 1, ..., n − 1, as ``torch.randperm``; int64 unless
+    ``dtype`` is given."""
+    from ..tensor import Tensor
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ValueError(f"randperm(): n must be an int >= 0, got {n!r}")
+    values = generator_rng(generator, device).permutation(int(n))
+    return Tensor._make_leaf(values.astype(np.dtype(dtype or np.int64), copy=False),
+                             requires_grad)

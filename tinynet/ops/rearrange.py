@@ -73,6 +73,7 @@ def roll(input, shifts, dims=None):
 
 
 class Flip(Function):
+    output_is_view = True
     backward_reads_inputs = False
 
     @staticmethod
@@ -104,6 +105,7 @@ class Diagonal(Function):
     """The diagonal of dims (axis1, axis2) as the last dim; the backward writes
     the gradient onto that diagonal of zeros."""
 
+    output_is_view = True
     backward_reads_inputs = False
 
     @staticmethod

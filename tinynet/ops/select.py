@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from .indexing import sort_order
 from .reduction import normalize_axis
 
-__all__ = ["tril", "triu", "gather", "topk", "TopkResult", "sort", "SortResult"]
+__all__ = ["tril", "triu", "gather", "topk", "TopkResult", "sort", "SortResult", "narrow"]
 
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
 SortResult = namedtuple("SortResult", ["values", "indices"])
@@ -142,3 +142,20 @@ def _taken(input, source, indices, axis, result):
     if input.ndim == 0:
         values, indices = values.reshape(()), indices.reshape(())
     return result(values, Tensor._make(indices.astype(np.int64, copy=False)))
+
+
+def narrow(input, dim: int, start: int, length: int):
+    """Elements ``start`` to ``start + length`` along ``dim``, a view (``torch.narrow``);
+    a negative ``start`` counts from the end."""
+    axis = normalize_axis(dim, input.ndim)
+    size = input.shape[axis]
+    for name, value in (("start", start), ("length", length)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"narrow: {name} must be an int, got {value!r}")
+    start = start + size if start < 0 else start
+    if not (0 <= start <= size and 0 <= length <= size - start):
+        raise IndexError(f"narrow: start {start} and length {length} are out of range for "
+                         f"dim {dim} of size {size}")
+    index = (slice(None),) * axis + (slice(int(start), int(start + length)),)
+    from .shape import getitem
+    return getitem(input, index)

@@ -29,17 +29,25 @@ def _sizes(args) -> tuple:
 
 
 class Reshape(Function):
+    output_is_view = True
     backward_reads_inputs = False
 
     @staticmethod
-    def forward(ctx, x, shape):
+    def forward(ctx, x, shape, view=False):
         ctx.input_shape = x.shape
         try:
-            return x.reshape(shape)
+            out = x.reshape(shape)
         except ValueError:
             raise ValueError(
-                f"reshape: cannot reshape a tensor of shape {tuple(x.shape)} "
-                f"({x.size} elements) into shape {tuple(shape)}") from None
+                f"{'view' if view else 'reshape'}: cannot reshape a tensor of shape "
+                f"{tuple(x.shape)} ({x.size} elements) into shape {tuple(shape)}") from None
+        if view and out.size and not get_array_module(x).may_share_memory(out, x):
+            raise RuntimeError(
+                f"view size is not compatible with input tensor's size and stride (at least "
+                f"one dimension spans across two contiguous subspaces): shape "
+                f"{tuple(x.shape)} into {tuple(shape)}. Use .reshape(...) instead, or "
+                f".contiguous().view(...)")
+        return out
 
     @staticmethod
     def backward(ctx, grad):
@@ -47,6 +55,7 @@ class Reshape(Function):
 
 
 class Permute(Function):
+    output_is_view = True
     backward_reads_inputs = False
 
     @staticmethod
@@ -63,6 +72,7 @@ class Permute(Function):
 
 
 class Expand(Function):
+    output_is_view = True
     backward_reads_inputs = False
 
     @staticmethod
@@ -87,6 +97,7 @@ class Repeat(Function):
     the sum over its copies.
     """
 
+    backward_reads_output = False
     backward_reads_inputs = False
 
     @staticmethod
@@ -108,6 +119,7 @@ class Repeat(Function):
 class Clone(Function):
     """A copy with its own memory; the gradient passes through unchanged."""
 
+    backward_reads_output = False
     backward_reads_inputs = False
 
     @staticmethod
@@ -129,6 +141,7 @@ def _is_basic_index(index) -> bool:
 class GetItem(Function):
     """``x[index]``; the backward scatters back, adding where an index repeats."""
 
+    output_is_view = True
     backward_reads_inputs = False
 
     @staticmethod
@@ -159,6 +172,7 @@ def _raw_index(index):
 
 
 class Cat(Function):
+    backward_reads_output = False
     backward_reads_inputs = False
 
     @staticmethod
@@ -180,6 +194,7 @@ class Cat(Function):
 class Split(Function):
     """Pieces of x along ``axis``, cut at ``boundaries``: one node, many outputs."""
 
+    output_is_view = True
     backward_reads_inputs = False
 
     @staticmethod
@@ -208,6 +223,7 @@ class Unbind(Function):
     attention's heads kernel makes them so, ops/layout.py), that array is the
     gradient, and nothing is copied."""
 
+    output_is_view = True
     backward_reads_inputs = False
 
     @staticmethod
@@ -230,6 +246,7 @@ class Unbind(Function):
 
 
 class Stack(Function):
+    backward_reads_output = False
     backward_reads_inputs = False
 
     @staticmethod
@@ -255,7 +272,12 @@ def reshape(x, *shape):
     return Reshape.apply(x, _sizes(shape))
 
 
-view = reshape
+def view(x, *shape):
+    """The same elements in the shape ``shape``, as a view of x's memory, as
+    ``torch.Tensor.view``: an error where the memory's layout cannot hold that
+    shape without a copy (a transposed tensor made flat, for one); ``reshape``
+    copies there, and ``contiguous()`` first makes any view possible."""
+    return Reshape.apply(x, _sizes(shape), view=True)
 
 
 def permute(x, *dims):

@@ -15,9 +15,10 @@ class AdamW(Adam):
 
     Adam's L2 decay is divided by sqrt(v) like the rest of the gradient, so
     weights with large gradients are barely decayed; here every weight decays
-    at the same rate lr λ.
+    at the same rate lr λ. ``amsgrad`` and ``maximize`` are Adam's (see Adam.step).
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2):
-        super().__init__(params, lr, betas, eps, weight_decay, decoupled_weight_decay=True)
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
+                         decoupled_weight_decay=True)

@@ -14,6 +14,7 @@ import types
 from itertools import pairwise
 
 from ..hyperparameters import check_count, check_real
+from ..lacking import lacking
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
@@ -306,3 +307,5 @@ class SequentialLR(LRScheduler):
         super().load_state_dict(state_dict)
         for scheduler, saved in zip(self._schedulers, state_dict["_schedulers"], strict=True):
             scheduler.load_state_dict(saved)
+
+__getattr__ = lacking("torch.optim.lr_scheduler")
