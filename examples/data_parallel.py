@@ -76,10 +76,10 @@ def test_error(model, test, rank: int, world: int) -> float:
     for images, labels in DataLoader(Subset(test, range(rank, len(test), world)),
                                      batch_size=1000):
         wrong = model(images).argmax(dim=1).numpy() != labels.numpy()
-        errors.data += [wrong.sum(), len(wrong)]
+        errors.array += [wrong.sum(), len(wrong)]
     dist.all_reduce(errors)
     model.train()
-    return float(errors.data[0] / errors.data[1])
+    return float(errors.array[0] / errors.array[1])
 
 
 def train(args) -> dict:
@@ -107,7 +107,7 @@ def train(args) -> dict:
         sampler.set_epoch(epoch)
         for images, labels in loader:
             optimizer.zero_grad()
-            F.cross_entropy(model(images), labels.data).backward()
+            F.cross_entropy(model(images), labels.array).backward()
             optimizer.step()
             step += 1
             if step == steps:
@@ -126,8 +126,8 @@ def train(args) -> dict:
               "steps": steps, "examples": steps * world * batch,
               "threads_per_rank": tinynet.get_num_threads(),
               "test_error": test_error(model, test, rank, world),
-              "seconds_per_step": float(times.data[0]) / steps,
-              "communicating": float(times.data[1] / times.data[0]),
+              "seconds_per_step": float(times.array[0]) / steps,
+              "communicating": float(times.array[1] / times.array[0]),
               "traffic": traffic}
     dist.destroy_process_group()
     return result if rank == 0 else None

@@ -101,7 +101,7 @@ class SequentialMNIST:
             return next(self.batches)
 
     def loss(self, output, target):
-        return F.cross_entropy(output, target.data)
+        return F.cross_entropy(output, target.array)
 
     @tinynet.no_grad()
     def score(self, model, count=None):

@@ -314,3 +314,15 @@ def test_summary_writer_keeps_the_scalars(tmp_path):
         writer.add_histogram("weights", tinynet.ones(3), 3)      # accepted, not kept
     tag, step, value, _ = (tmp_path / "log" / "scalars.tsv").read_text().split("\t")
     assert (tag, step, float(value)) == ("Loss/train", "3", 0.5)
+
+
+def test_data_is_pytorchs_a_tensor_of_the_same_memory_outside_the_graph():
+    p = tinynet.nn.Parameter(tinynet.ones(3))
+    data = p.data
+    assert isinstance(data, tinynet.Tensor) and not data.requires_grad
+    assert data.array is p.array and isinstance(p.array, np.ndarray)
+    p.data.add_(tinynet.tensor([1.0, 2.0, 3.0]), alpha=-0.5)     # an old-style SGD step
+    np.testing.assert_array_equal(p.numpy(), [0.5, 0.0, -0.5])
+    assert p.requires_grad and p.is_leaf
+    p.data = tinynet.zeros(2)                                     # new memory, any shape
+    assert p.shape == (2,) and p.requires_grad

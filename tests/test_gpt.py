@@ -2,6 +2,7 @@
 layers), on the same float64 weights: logits, loss, every gradient, and AdamW
 steps with nanoGPT's schedule and clipping."""
 import math
+import zipfile
 
 import numpy as np
 import pytest
@@ -175,15 +176,20 @@ def test_weight_tying_one_parameter_counted_and_saved_once(tmp_path):
     params = list(model.parameters())
     assert sum(p is head for p in params) == 1
     assert model.get_num_params(non_embedding=False) == sum(p.numel() for p in params)
-    path = tmp_path / "gpt.npz"
-    tinynet.save(model.state_dict(), path)
-    with np.load(path) as archive:
+    npz, pt = tmp_path / "gpt.npz", tmp_path / "gpt.pt"
+    tinynet.save(model.state_dict(), npz, format="tinynet")
+    with np.load(npz) as archive:
         stored = [name for name in archive.files if archive[name].shape == tuple(head.shape)]
     assert len(stored) == 1, "the tied weight was stored more than once"
-    other = GPT(small_config())
-    other.load_state_dict(tinynet.load(path))
-    assert other.transformer["wte"].weight is other.lm_head.weight
-    np.testing.assert_array_equal(other.lm_head.weight.numpy(), head.numpy())
+    tinynet.save(model.state_dict(), pt)                      # PyTorch's format
+    with zipfile.ZipFile(pt) as archive:
+        records = [i for i in archive.infolist() if i.file_size == head.numpy().nbytes]
+    assert len(records) == 1, "the tied weight was stored more than once"
+    for path in (npz, pt):
+        other = GPT(small_config())
+        other.load_state_dict(tinynet.load(path))
+        assert other.transformer["wte"].weight is other.lm_head.weight
+        np.testing.assert_array_equal(other.lm_head.weight.numpy(), head.numpy())
 
 
 def test_gpt2_initialisation():

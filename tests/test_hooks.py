@@ -14,14 +14,14 @@ def test_leaf_hook_sees_the_summed_gradient_once_and_can_replace_it():
     seen = []
 
     def double(grad):
-        seen.append(grad.data.copy())
+        seen.append(grad.array.copy())
         return grad * 2
 
     x.register_hook(double)
     (x * x + x * 3).sum().backward()          # two paths reach x
     assert len(seen) == 1
-    np.testing.assert_allclose(seen[0], 2 * x.data + 3)
-    np.testing.assert_allclose(x.grad.data, 2 * (2 * x.data + 3))
+    np.testing.assert_allclose(seen[0], 2 * x.array + 3)
+    np.testing.assert_allclose(x.grad.array, 2 * (2 * x.array + 3))
 
 
 def test_hooks_run_in_order_each_on_the_previous_result_and_remove():
@@ -29,11 +29,11 @@ def test_hooks_run_in_order_each_on_the_previous_result_and_remove():
     first = x.register_hook(lambda g: g + 1)
     x.register_hook(lambda g: g * 10)
     (x * 1.0).sum().backward()
-    np.testing.assert_allclose(x.grad.data, [20.0, 20.0])
+    np.testing.assert_allclose(x.grad.array, [20.0, 20.0])
     first.remove()
     x.grad = None
     (x * 1.0).sum().backward()
-    np.testing.assert_allclose(x.grad.data, [10.0, 10.0])
+    np.testing.assert_allclose(x.grad.array, [10.0, 10.0])
 
 
 def test_a_handle_is_a_context_manager():
@@ -43,7 +43,7 @@ def test_a_handle_is_a_context_manager():
         (x * 2).sum().backward()
     (x * 2).sum().backward()
     assert calls == [1]
-    np.testing.assert_allclose(x.grad.data, [4.0])
+    np.testing.assert_allclose(x.grad.array, [4.0])
 
 
 def test_hook_on_an_intermediate_changes_what_flows_upstream():
@@ -59,8 +59,8 @@ def test_hook_on_an_intermediate_changes_what_flows_upstream():
         out = lib.tanh(hidden)
         out.register_hook(lambda g: g - 0.5)
         (out * out).sum().backward()
-        results.append((np.asarray(x.grad.data if lib is tn else x.grad.numpy()),
-                        np.asarray(weight.grad.data if lib is tn else weight.grad.numpy())))
+        results.append((np.asarray(x.grad.array if lib is tn else x.grad.numpy()),
+                        np.asarray(weight.grad.array if lib is tn else weight.grad.numpy())))
     for ours, theirs in zip(results[0], results[1], strict=True):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
 
@@ -70,7 +70,7 @@ def test_hook_on_one_output_of_a_split():
     first, second = x.split(3)
     second.register_hook(lambda g: g * 0)
     (first.sum() + second.sum()).backward()
-    np.testing.assert_allclose(x.grad.data, [1, 1, 1, 0, 0, 0])
+    np.testing.assert_allclose(x.grad.array, [1, 1, 1, 0, 0, 0])
 
 
 def test_hook_with_a_wrong_shape_is_refused():
@@ -93,7 +93,7 @@ def test_post_accumulate_hook_runs_after_grad_is_accumulated():
     x = leaf([1.0, 2.0])
     x.grad = tn.tensor([10.0, 10.0], dtype=tn.float64)
     seen = []
-    x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.data.copy()))
+    x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.array.copy()))
     (x * 3).sum().backward()
     np.testing.assert_allclose(seen, [[13.0, 13.0]])
 
@@ -124,7 +124,7 @@ def test_leaf_gradients_are_delivered_during_backward_last_layer_first():
 def test_a_leaf_used_at_several_steps_is_delivered_once_complete():
     w = leaf([0.5])
     calls = []
-    w.register_post_accumulate_grad_hook(lambda t: calls.append(t.grad.data.copy()))
+    w.register_post_accumulate_grad_hook(lambda t: calls.append(t.grad.array.copy()))
     h = leaf([1.0])
     for _ in range(4):                                # h <- w * h, four times
         h = w * h

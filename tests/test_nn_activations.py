@@ -135,9 +135,9 @@ def test_softmax_dim_errors():
 # ------------------------------------------------------------------ Embedding
 def embedding_pair(num, dim, padding_idx=None, seed=0):
     ours = nn.Embedding(num, dim, padding_idx, dtype=tinynet.float64)
-    ours.weight.data[...] = np.random.default_rng(seed).standard_normal((num, dim))
+    ours.weight.array[...] = np.random.default_rng(seed).standard_normal((num, dim))
     if ours.padding_idx is not None:
-        ours.weight.data[ours.padding_idx] = 0
+        ours.weight.array[ours.padding_idx] = 0
     ref = torch.nn.Embedding(num, dim, padding_idx, dtype=torch.float64)
     with torch.no_grad():
         ref.weight.copy_(torch.tensor(ours.weight.numpy()))
@@ -183,7 +183,7 @@ def test_embedding_init_is_standard_normal_with_a_zero_padding_row():
 def test_embedding_from_pretrained_shares_and_freezes():
     table = tinynet.tensor(inputs((4, 3)))
     layer = nn.Embedding.from_pretrained(table, padding_idx=1)
-    assert layer.weight.data is table.data and not layer.weight.requires_grad
+    assert layer.weight.array is table.array and not layer.weight.requires_grad
     assert layer.weight.numpy()[1].any()     # the given padding row is kept, as torch
     assert nn.Embedding.from_pretrained(table, freeze=False).weight.requires_grad
 

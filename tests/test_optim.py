@@ -56,14 +56,14 @@ def test_trajectory_matches_torch(name, dtype):
 def test_updates_are_in_place(name):
     p = nn.Parameter(tinynet.randn(1000))
     opt = OPTIMIZERS[name](tinynet, [p])
-    data = p.data
+    data = p.array
     for _ in range(3):
         p.grad = tinynet.randn(1000)
         opt.step()
     buffers = [id(v) for v in opt.state[p].values() if hasattr(v, "shape")]
     p.grad = tinynet.randn(1000)
     opt.step()
-    assert p.data is data
+    assert p.array is data
     assert buffers == [id(v) for v in opt.state[p].values() if hasattr(v, "shape")]
 
 

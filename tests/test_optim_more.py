@@ -199,10 +199,10 @@ def test_maximize_is_minimizing_the_negated_gradient(name):
 def test_float32_stays_float32_and_in_place(name):
     _, start = problem()
     params = make_params(tinynet, {k: a.astype(np.float32) for k, a in start.items()})
-    arrays = {k: p.data for k, p in params.items()}
+    arrays = {k: p.array for k, p in params.items()}
     path, opt, _ = run(tinynet, CONFIGS[name], steps=3, params=params)
     for k, p in params.items():
-        assert p.data is arrays[k] and p.dtype == tinynet.float32, k
+        assert p.array is arrays[k] and p.dtype == tinynet.float32, k
         assert all(v.dtype == np.float32 for v in opt.state.get(p, {}).values()
                    if hasattr(v, "dtype")), k
     assert np.isfinite(path[-1]["weight"]).all()

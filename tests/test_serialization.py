@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet import serialization
+from tinynet import serialization, torch_format
 
 
 @pytest.fixture
@@ -122,11 +122,11 @@ def test_save_renames_a_temporary_file_from_the_same_directory(tmp_path, monkeyp
 def test_an_error_mid_save_leaves_the_old_checkpoint_whole(tmp_path, monkeypatch, checkpoint):
     path, before = checkpoint
 
-    def savez_then_disk_full(file, **arrays):
+    def write_then_disk_full(obj, file, folder):
         file.write(before[:100])                 # part of an archive reaches the disk
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(np, "savez", savez_then_disk_full)
+    monkeypatch.setattr(torch_format, "write_zip", write_then_disk_full)
     with pytest.raises(OSError, match="No space left"):
         tinynet.save({"weight": tinynet.zeros(2, 3)}, path)
     assert path.read_bytes() == before

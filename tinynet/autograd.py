@@ -184,7 +184,7 @@ class Function:
         requires_grad = False
         for x in inputs:
             if isinstance(x, Tensor):
-                arrays.append(x.data)
+                arrays.append(x.array)
                 requires_grad = requires_grad or x._requires_grad
             else:
                 arrays.append(x)
@@ -233,7 +233,7 @@ def record_in_place(t, fn, others, **attributes):
     """Record an in-place operation of ``fn`` on ``t`` (``t[i] = v``): t becomes the
     output of a new node whose inputs are the tensor t was and ``others``; nodes
     recorded before keep that earlier tensor (:func:`as_recorded`)."""
-    before = _tensor.Tensor._make(t.data, t._requires_grad, t._node, t._output)
+    before = _tensor.Tensor._make(t.array, t._requires_grad, t._node, t._output)
     ctx = Context()
     ctx.fn, ctx.inputs, ctx.sequence = fn, (before,) + tuple(others), next(_sequence)
     vars(ctx).update(attributes)
@@ -314,14 +314,14 @@ def run_backward(root, grad=None, retain_graph=False):
             "backward() called on a tensor that does not require grad: no input "
             "of the computation had requires_grad=True (or it ran under no_grad)")
     if grad is None:
-        if root.data.size != 1:
+        if root.array.size != 1:
             raise RuntimeError(
                 f"backward() on a tensor of shape {tuple(root.shape)} needs a grad "
                 "argument of the same shape: an implicit gradient exists only for "
                 "scalar outputs")
-        grad = _backend.get_array_module(root.data).ones_like(root.data)
+        grad = _backend.get_array_module(root.array).ones_like(root.array)
     else:
-        grad = grad.data if isinstance(grad, _tensor.Tensor) else grad
+        grad = grad.array if isinstance(grad, _tensor.Tensor) else grad
         if tuple(grad.shape) != tuple(root.shape):
             raise ValueError(
                 f"backward(): grad has shape {tuple(grad.shape)} but the tensor "
@@ -390,8 +390,8 @@ def _run_node(node, sums, retain_graph):
         if g is not None and isinstance(x, _tensor.Tensor) and x._requires_grad:
             x = as_recorded(x, node)
             g = as_array(g)
-            if g.dtype != x.data.dtype:     # a gradient has its tensor's dtype, as in PyTorch
-                g = g.astype(x.data.dtype)
+            if g.dtype != x.array.dtype:     # a gradient has its tensor's dtype, as in PyTorch
+                g = g.astype(x.array.dtype)
             sums.add(_sum_key(x), g)
     if not retain_graph:
         node.free()

@@ -106,11 +106,11 @@ class ConversionMethods:
 
     def is_contiguous(self) -> bool:
         """Whether the elements lie in row-major order in memory, with no gaps."""
-        return bool(self.data.flags.c_contiguous)
+        return bool(self.array.flags.c_contiguous)
 
     def nelement(self) -> int:
         """The number of elements, :meth:`numel`."""
-        return self.data.size
+        return self.array.size
 
     def view_as(self, other):
         """``view(other.shape)``: this tensor's elements in the shape of ``other``."""

@@ -92,7 +92,7 @@ def _to_array(data, dtype=None, device=None):
     gets PyTorch's (see :func:`_inferred_dtype`).
     """
     if isinstance(data, Tensor):
-        data = data.data
+        data = data.array
     if dtype is not None:
         dtype = np.dtype(dtype)
     elif not hasattr(data, "dtype") or isinstance(data, np.generic):

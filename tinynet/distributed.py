@@ -266,7 +266,7 @@ def broadcast(tensor: Tensor, src: int | None = None, group=None, async_op: bool
         problem = f"src {root} is not a rank of a world of {world.size}"
     check_same_shapes(_description(tensor, src=root), "broadcast()", problem)
     if world.rank == root:
-        broadcast_array(tensor.data, root)
+        broadcast_array(tensor.array, root)
     else:
         _inplace._written("broadcast", tensor, lambda array: broadcast_array(array, root))
     return Work() if async_op else None
@@ -298,7 +298,7 @@ def all_gather(tensor_list, tensor: Tensor, group=None, async_op: bool = False):
         _check_tensor("all_gather()", f"tensor_list[{index}]", output)
     check_same_shapes(_description(tensor), "all_gather()",
                       _all_gather_problem(tensor_list, tensor, world.size))
-    sent = np.ascontiguousarray(_backend.as_numpy(tensor.data))
+    sent = np.ascontiguousarray(_backend.as_numpy(tensor.array))
     received = np.empty((world.size,) + sent.shape, sent.dtype)
     world.comm.Allgather(sent, received)
     for output, part in zip(tensor_list, received, strict=True):

@@ -84,7 +84,7 @@ def run_grad_hooks(hooks: dict, grad):
         result = fn(Tensor._make(grad))
         if result is None:
             continue
-        new = result.data if isinstance(result, Tensor) else result
+        new = result.array if isinstance(result, Tensor) else result
         if tuple(new.shape) != tuple(grad.shape):
             raise RuntimeError(f"hook {getattr(fn, '__name__', fn)!r} returned a gradient of "
                                f"shape {tuple(new.shape)} for a gradient of shape "

@@ -64,7 +64,7 @@ def _raw(name, t, value):
         raise RuntimeError(
             f"{name}(): expected both tensors on the same device, but found {t.device} "
             f"and {value.device}")
-    return value.data
+    return value.array
 
 
 def _check_allowed(name, t, *operands):
@@ -98,9 +98,9 @@ def _check_castable(name, t, *operands, at_least=0):
 
 def _target(t):
     """The array to write into (a NumPy scalar cannot be written: make it an array)."""
-    if isinstance(t.data, np.generic):
-        t.data = np.asarray(t.data)
-    return t.data
+    if isinstance(t.array, np.generic):
+        t.array = np.asarray(t.array)
+    return t.array
 
 
 def _written(name, t, write):
@@ -143,21 +143,21 @@ class InPlaceMethods:
 
     def add_(self, other, *, alpha=1):
         """``self += alpha * other`` in place; returns self."""
-        xp = _backend.get_array_module(self.data)
+        xp = _backend.get_array_module(self.array)
         return _ufunc_("add_", self, xp.add, other, alpha=alpha)
 
     def sub_(self, other, *, alpha=1):
         """``self -= alpha * other`` in place; returns self."""
-        xp = _backend.get_array_module(self.data)
+        xp = _backend.get_array_module(self.array)
         return _ufunc_("sub_", self, xp.subtract, other, alpha=alpha)
 
     def mul_(self, other):
         """``self *= other`` in place, broadcast to this shape; returns self."""
-        return _ufunc_("mul_", self, _backend.get_array_module(self.data).multiply, other)
+        return _ufunc_("mul_", self, _backend.get_array_module(self.array).multiply, other)
 
     def div_(self, other):
         """True division in place: refused on integer tensors (as PyTorch)."""
-        xp = _backend.get_array_module(self.data)
+        xp = _backend.get_array_module(self.array)
         return _ufunc_("div_", self, xp.true_divide, other, at_least=2)
 
     def clamp_(self, min=None, max=None):
@@ -167,7 +167,7 @@ class InPlaceMethods:
         _check_allowed("clamp_", self, min, max)
         _check_castable("clamp_", self, min, max)
         low, high = (None if v is None else _raw("clamp_", self, v) for v in (min, max))
-        xp = _backend.get_array_module(self.data)
+        xp = _backend.get_array_module(self.array)
         if low is None or high is None:     # NumPy's clip needs both bounds
             bound = high if low is None else low
             clip = xp.minimum if low is None else xp.maximum
@@ -207,6 +207,8 @@ class InPlaceMethods:
         """
         from .ops.indexing import SetItem
         from .ops.shape import _raw_index
+        if isinstance(value, (list, tuple)):                     # t[:] = [1.0, 2.0, 3.0]
+            value = _backend.get_array_module(self.array).asarray(value)
         raw, where = _raw("__setitem__", self, value), _raw_index(index)
         value_grad = isinstance(value, _tensor.Tensor) and value._requires_grad
         if not (autograd.is_grad_enabled() and (self._requires_grad or value_grad)):
@@ -214,7 +216,7 @@ class InPlaceMethods:
             return
         if self._requires_grad and self._node is None:
             _check_allowed("__setitem__", self, value)       # a leaf: PyTorch's error
-        if getattr(self.data, "base", None) is not None:
+        if getattr(self.array, "base", None) is not None:
             raise RuntimeError(
                 "__setitem__(): the tensor's memory is a view of another tensor's "
                 "(a reshape or a slice of it); tinynet records item assignment only on "
@@ -228,9 +230,9 @@ class InPlaceMethods:
         if not isinstance(src, _tensor.Tensor):
             raise TypeError(f"copy_(): src must be a Tensor, not {type(src).__name__}")
         _check_allowed("copy_", self, src)
-        source = src.data
+        source = src.array
         if src.device != self.device:
             source = _backend.get_backend(self.device).asarray(source)
-        xp = _backend.get_array_module(self.data)
+        xp = _backend.get_array_module(self.array)
         return _written("copy_", self,
                         lambda a: xp.copyto(a, source, casting="unsafe"))

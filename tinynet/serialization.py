@@ -1,11 +1,11 @@
 """Saving and loading any picklable object: state dicts, optimizers, whole modules.
 
-:func:`save` writes one of two formats, both zip archives: ``format="tinynet"`` (the
-default), an ``.npz`` whose ``.npy`` records are the arrays (``np.load`` reads them)
-and whose pickle record is the object, referring to them; or ``format="torch"``,
-PyTorch's own (:mod:`tinynet.torch_format`), which ``torch.load`` reads. :func:`load`
-reads both, PyTorch's legacy format and tinynet's earlier JSON ``.npz`` files, telling
-them apart by their content.
+:func:`save` writes one of two formats, both zip archives: ``format="torch"`` (the
+default), PyTorch's own (:mod:`tinynet.torch_format`), which ``torch.load`` reads, so
+that weights move between tinynet and PyTorch; or ``format="tinynet"``, an ``.npz``
+whose ``.npy`` records are the arrays (``np.load`` reads them) and whose pickle record
+is the object, referring to them. :func:`load` reads both, PyTorch's legacy format and
+tinynet's earlier JSON ``.npz`` files, telling them apart by their content.
 
 Unpickling can run arbitrary code: a pickle names functions and classes, and loading
 calls them. So, as PyTorch 2.6 does, ``load`` by default (``weights_only=True``)
@@ -140,7 +140,7 @@ class _TinynetPickler(pickle.Pickler):
 
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
-            return _rebuild_tensor, (_TensorData(obj.data), obj.requires_grad,
+            return _rebuild_tensor, (_TensorData(obj.array), obj.requires_grad,
                                      isinstance(obj, Parameter))
         return NotImplemented
 
@@ -196,14 +196,15 @@ def _decode(node, arrays, place):
 
 
 # ------------------------------------------------------------------ save / load
-def save(obj, f, format: str = "tinynet") -> None:
+def save(obj, f, format: str = "torch") -> None:
     """Write any picklable ``obj`` to ``f``, a path (written atomically) or a binary
     file object, as ``torch.save``.
 
-    ``format="tinynet"`` writes tinynet's ``.npz`` archive; ``format="torch"``
-    PyTorch's zip format, which ``torch.load`` reads (with ``weights_only=True``
-    for state dicts, optimizer states, and containers of tensors and numbers; NumPy
-    arrays in it are saved as tensors, NumPy scalars as Python numbers).
+    ``format="torch"`` (the default) writes PyTorch's zip format, which
+    ``torch.load`` reads (with ``weights_only=True`` for state dicts, optimizer
+    states, and containers of tensors and numbers; NumPy arrays in it are saved as
+    tensors, NumPy scalars as Python numbers); ``format="tinynet"`` tinynet's
+    ``.npz`` archive, which keeps NumPy arrays and scalars as they are.
     """
     if format not in ("tinynet", "torch"):
         raise ValueError(f"unknown checkpoint format {format!r}: expected 'tinynet' or 'torch'")

@@ -53,7 +53,8 @@ def device_and_dtype(args, device=None, dtype=None):
 class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
     """An n-dimensional array and what autograd needs, as ``torch.Tensor``.
 
-    * ``data``: the array itself (NumPy on ``'cpu'``, CuPy on ``'cuda'``);
+    * ``array``: the array itself (NumPy on ``'cpu'``, CuPy on ``'cuda'``); ``data`` is
+      PyTorch's, the same memory as a tensor outside the graph;
     * ``grad``: None, or after ``backward()`` a Tensor of the same shape holding
       the accumulated gradient (a leaf with ``requires_grad`` only);
     * :attr:`requires_grad`, :attr:`is_leaf`, :attr:`grad_fn`: its place in the graph.
@@ -67,7 +68,7 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
     # _version counts the in-place writes to this tensor (see tinynet.inplace).
     # _grad_hooks / _post_accumulate_hooks: a leaf's hooks (tinynet.hooks), or None.
     # _history: (node sequence, the tensor before) of each in-place op recorded on it.
-    __slots__ = ("data", "grad", "_requires_grad", "_node", "_output", "_version",
+    __slots__ = ("array", "grad", "_requires_grad", "_node", "_output", "_version",
                  "_history", "_grad_hooks", "_post_accumulate_hooks", "__weakref__")
 
     # Make NumPy hand mixed expressions (ndarray + Tensor) over to Tensor.
@@ -78,7 +79,7 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
         :func:`tinynet.tensor` makes it: float32 for floating-point Python data, int64
         for integers, unless ``dtype`` is given."""
         from .creation import _to_array
-        self.data = _to_array(data, dtype, device)
+        self.array = _to_array(data, dtype, device)
         """The array: NumPy's ``ndarray`` on ``'cpu'``, CuPy's on ``'cuda'``."""
         self.grad = None
         """None, or after ``backward()`` the accumulated gradient: a Tensor of this
@@ -105,7 +106,7 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
         ``output`` is this tensor's position among the outputs of ``node``.
         """
         t = object.__new__(cls)
-        t.data = data
+        t.array = data
         t.grad = None
         t._requires_grad = requires_grad
         t._node = node
@@ -126,10 +127,10 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
     @requires_grad.setter
     def requires_grad(self, value: bool):
         value = bool(value)
-        if value and not _is_float_dtype(self.data.dtype):
+        if value and not _is_float_dtype(self.array.dtype):
             raise RuntimeError(
                 f"only floating point tensors can require gradients, "
-                f"not a tensor of dtype {self.data.dtype}")
+                f"not a tensor of dtype {self.array.dtype}")
         if self._node is not None and not value:
             raise RuntimeError(
                 "requires_grad can only be changed on leaf tensors; use detach()")
@@ -164,19 +165,31 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
         return hooks.add_post_accumulate_grad_hook(self, hook)
 
     def _accumulate_grad(self, grad, stored: set) -> None:
-        if grad.dtype != self.data.dtype:
-            grad = grad.astype(self.data.dtype)
+        if grad.dtype != self.array.dtype:
+            grad = grad.astype(self.array.dtype)
         if id(grad) in stored or not grad.flags.c_contiguous:
             grad = grad.copy()          # own a contiguous array nobody else holds
         if self.grad is None:
             self.grad = Tensor._make(grad)
         else:
-            self.grad = Tensor._make(autograd.as_array(self.grad.data + grad))
-        stored.add(id(self.grad.data))
+            self.grad = Tensor._make(autograd.as_array(self.grad.array + grad))
+        stored.add(id(self.grad.array))
 
     def detach(self) -> "Tensor":
         """The same data, cut from the graph (shares memory, like PyTorch)."""
-        return Tensor._make(self.data)
+        return Tensor._make(self.array)
+
+    @property
+    def data(self) -> "Tensor":
+        """This tensor's memory as a tensor outside the graph, as ``torch.Tensor.data``:
+        writing into it writes into this tensor, unseen by autograd (``p.data.add_(g)``,
+        as old optimizers do; :meth:`detach` is the same tensor). Assigning a tensor (or
+        an array) to it gives this tensor that memory. The array itself is :attr:`array`."""
+        return Tensor._make(self.array)
+
+    @data.setter
+    def data(self, value):
+        self.array = value.array if isinstance(value, Tensor) else value
 
     def clone(self) -> "Tensor":
         """A copy with its own memory, still in the graph (gradients flow back)."""
@@ -211,40 +224,40 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
     @property
     def shape(self) -> tuple:
         """The size of each dim, a tuple of ints (``torch.Size`` is a tuple too)."""
-        return self.data.shape
+        return self.array.shape
 
     @property
     def ndim(self) -> int:
         """The number of dims (0 for a scalar tensor); ``dim()`` is the same."""
-        return self.data.ndim
+        return self.array.ndim
 
     @property
     def dtype(self):
         """The NumPy dtype of the elements: float32 by default, float64, int64, bool..."""
-        return self.data.dtype
+        return self.array.dtype
 
     @property
     def device(self) -> device:
         """``device('cpu')`` (a NumPy array) or ``device('cuda')`` (a CuPy array); a
         :class:`~tinynet.device` is also its name, ``'cpu'`` or ``'cuda'``."""
-        return _DEVICES[_backend.device_of(self.data)]
+        return _DEVICES[_backend.device_of(self.array)]
 
     def size(self, dim=None):
         """The shape (a tuple), or the size of dim ``dim``, as ``torch.Tensor.size``."""
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self.array.shape if dim is None else self.array.shape[dim]
 
     def dim(self) -> int:
         """The number of dims, :attr:`ndim`."""
-        return self.data.ndim
+        return self.array.ndim
 
     def numel(self) -> int:
         """The number of elements, the product of the shape (an int)."""
-        return int(self.data.size)
+        return int(self.array.size)
 
     def __len__(self):
-        if self.data.ndim == 0:
+        if self.array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self.array.shape[0]
 
     # -------------------------------------------------------------- conversions
     def _require_cpu(self, what):
@@ -256,22 +269,22 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
     def numpy(self) -> np.ndarray:
         """The underlying NumPy array (shares memory). CPU tensors only."""
         self._require_cpu("numpy()")
-        return self.data
+        return self.array
 
     def __array__(self, dtype=None, copy=None):
         self._require_cpu("conversion to a NumPy array")
-        return self.data if dtype is None else self.data.astype(dtype)
+        return self.array if dtype is None else self.array.astype(dtype)
 
     def item(self):
         """The element of a one-element tensor, as a Python number (a ValueError for more)."""
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise ValueError(
                 f"item() needs a tensor with one element, not shape {tuple(self.shape)}")
-        return self.data.reshape(()).item()
+        return self.array.reshape(()).item()
 
     def tolist(self):
         """The elements as (nested lists of) Python numbers; a 0-d tensor gives a number."""
-        return _backend.as_numpy(self.data).tolist()
+        return _backend.as_numpy(self.array).tolist()
 
     def __float__(self):
         return float(self.item())
@@ -281,19 +294,19 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
 
     def __index__(self):
         """A one-element integer tensor as an index (``seq[t]``, ``range(t)``), as PyTorch."""
-        if self.data.size != 1 or self.dtype.kind not in "iub":
+        if self.array.size != 1 or self.dtype.kind not in "iub":
             raise TypeError(f"only integer tensors of a single element can be converted to "
                             f"an index; got dtype {self.dtype} and shape {tuple(self.shape)}")
         return int(self.item())
 
     def __format__(self, spec):
         """``f"{loss:.4f}"``: a one-element tensor formats as its number, as PyTorch's."""
-        if spec and self.data.size == 1:
+        if spec and self.array.size == 1:
             return format(self.item(), spec)
         return format(str(self), spec)
 
     def __bool__(self):
-        if self.data.size != 1:
+        if self.array.size != 1:
             raise RuntimeError(
                 f"the truth value of a tensor of shape {tuple(self.shape)} is ambiguous")
         return bool(self.item())
@@ -317,7 +330,7 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
         return self.to("cuda")
 
     def __repr__(self):
-        body = np.array2string(_backend.as_numpy(self.data), separator=", ",
+        body = np.array2string(_backend.as_numpy(self.array), separator=", ",
                                prefix="tensor(", threshold=200, precision=4)
         extras = []
         if self.dtype != np.float32:

@@ -62,7 +62,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0) -> bool:
 
     outputs = _as_tuple(fn(*inputs))
     rng = np.random.default_rng(seed)
-    weights = [Tensor._make(get_array_module(o.data).asarray(
+    weights = [Tensor._make(get_array_module(o.array).asarray(
         rng.standard_normal(o.shape))) for o in outputs]
     for i in checked:
         inputs[i].grad = None
@@ -71,9 +71,9 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0) -> bool:
     failures = []
     for i in checked:
         x = inputs[i]
-        analytic = np.zeros(x.shape) if x.grad is None else as_numpy(x.grad.data)
+        analytic = np.zeros(x.shape) if x.grad is None else as_numpy(x.grad.array)
         numeric = np.zeros(x.shape)
-        flat = x.data.reshape(-1)           # a view: perturbs x in place
+        flat = x.array.reshape(-1)           # a view: perturbs x in place
         with no_grad():
             for k in range(flat.size):
                 original = flat[k].item()
@@ -89,7 +89,7 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0) -> bool:
             score = error / (atol + rtol * np.abs(numeric))
             worst = np.unravel_index(np.argmax(score), x.shape)
             failures.append(
-                f"input {i} (shape {tuple(x.shape)}): {int(bad.sum())} of {x.data.size} "
+                f"input {i} (shape {tuple(x.shape)}): {int(bad.sum())} of {x.array.size} "
                 f"elements differ; worst at index {tuple(int(j) for j in worst)}: "
                 f"analytic {analytic[worst]:.8g}, numeric {numeric[worst]:.8g}, "
                 f"|difference| {error[worst]:.3g}")
@@ -126,7 +126,7 @@ def _output_array(out):
     ``nn.LSTM``'s ``output, (h_n, c_n)`` and ``GPT``'s ``logits, loss``)."""
     if isinstance(out, (tuple, list)):
         out = out[0]
-    return as_numpy(out.data) if isinstance(out, Tensor) else np.asarray(out)
+    return as_numpy(out.array) if isinstance(out, Tensor) else np.asarray(out)
 
 
 def _changes(before, after):
@@ -210,7 +210,7 @@ def check_causal(model, idx, *, positions=None, atol=0.0, seed=0,
     if not callable(model):
         raise TypeError(f"check_causal: model must be callable, got {type(model).__name__}")
     device = idx.device if isinstance(idx, Tensor) else "cpu"
-    x = as_numpy(idx.data) if isinstance(idx, Tensor) else np.asarray(idx)
+    x = as_numpy(idx.array) if isinstance(idx, Tensor) else np.asarray(idx)
     tokens = np.issubdtype(x.dtype, np.integer)
     if not (tokens or np.issubdtype(x.dtype, np.floating)):
         raise TypeError(f"check_causal: idx must hold integer token ids or floats, got "

@@ -322,9 +322,9 @@ class _TorchPickler(pickle._Pickler):
     def reducer_override(self, obj):
         if isinstance(obj, Parameter):
             return (_torch("torch._utils._rebuild_parameter"),
-                    (Tensor._make(obj.data), obj.requires_grad, OrderedDict()))
+                    (Tensor._make(obj.array), obj.requires_grad, OrderedDict()))
         if isinstance(obj, (Tensor, np.ndarray)) or device_of(obj) == "cuda":
-            array = obj.data if isinstance(obj, Tensor) else obj
+            array = obj.array if isinstance(obj, Tensor) else obj
             storage, offset, stride = self._storage_of(array)
             args = (storage, offset, tuple(array.shape), stride,
                     bool(getattr(obj, "requires_grad", False)), OrderedDict())

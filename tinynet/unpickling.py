@@ -155,7 +155,7 @@ def placer(map_location):
         if callable(map_location):
             moved = map_location(Tensor._make(array), location)
             if moved is not None:
-                return moved.data if isinstance(moved, Tensor) else moved
+                return moved.array if isinstance(moved, Tensor) else moved
         elif isinstance(map_location, dict):
             location = map_location.get(location, location)
         elif map_location is not None:

@@ -32,7 +32,7 @@ def tensors_of(array):
     if array.ndim < 2:
         return [contiguous]
     transposed = tinynet.tensor(np.ascontiguousarray(array.T)).transpose(0, 1)
-    assert not transposed.data.flags.c_contiguous
+    assert not transposed.array.flags.c_contiguous
     return [contiguous, transposed]
 
 

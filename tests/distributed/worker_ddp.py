@@ -47,7 +47,7 @@ def global_batch(kind, step, world):
 
 
 def max_difference(a, b):
-    return max(float(np.max(np.abs(p.data - q.data))) for p, q in
+    return max(float(np.max(np.abs(p.array - q.array))) for p, q in
                zip(a.parameters(), b.parameters(), strict=True))
 
 
@@ -83,10 +83,10 @@ def main():
             opt.step()
         worst = max(worst, max_difference(replica.module, reference))
     for mine, theirs in zip(replica.module.buffers(), reference.buffers(), strict=True):
-        worst = max(worst, float(np.max(np.abs(mine.data - theirs.data))))
+        worst = max(worst, float(np.max(np.abs(mine.array - theirs.array))))
     with tinynet.no_grad():                       # the trained functions, in eval mode
         probe = tinynet.tensor(global_batch(kind, steps, world)[0])
-        outputs = [model.eval()(probe).data for model in (replica.module, reference)]
+        outputs = [model.eval()(probe).array for model in (replica.module, reference)]
     worst = max(worst, float(np.max(np.abs(outputs[0] - outputs[1]))))
     report(f"rank {rank} ok {worst:.3e} {dist.traffic.calls('gradients')}")
     dist.destroy_process_group()

@@ -54,7 +54,7 @@ def check_accumulate():
     for micro in range(2):
         x, y = batch(10 + micro, 2 * world)
         shard = slice(2 * rank, 2 * rank + 2)
-        shards.append((tinynet.tensor(x.data[shard]), tinynet.tensor(y.data[shard])))
+        shards.append((tinynet.tensor(x.array[shard]), tinynet.tensor(y.array[shard])))
         loss_of(reference, x, y).backward()
     with model.no_sync():
         loss_of(model, *shards[0]).backward()
@@ -62,7 +62,7 @@ def check_accumulate():
     loss_of(model, *shards[1]).backward()
     assert dist.traffic.calls("gradients") == 1
     for p, q in zip(model.module.parameters(), reference.parameters(), strict=True):
-        np.testing.assert_allclose(p.grad.data, q.grad.data, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(p.grad.array, q.grad.array, rtol=1e-12, atol=1e-14)
 
 
 def check_unused():

@@ -70,7 +70,7 @@ def make_pair(shape, seed, **options):
     if ours.affine:
         weight, bias = rng.uniform(0.5, 2.0, shape[1]), rng.standard_normal(shape[1])
         for module in (ours, reference):
-            module.weight.data[:], module.bias.data[:] = weight, bias
+            module.weight.array[:], module.bias.array[:] = weight, bias
     return ours, reference
 
 

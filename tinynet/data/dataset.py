@@ -115,14 +115,14 @@ def default_collate(items: list):
 
 def _stack(values: list) -> np.ndarray:
     if isinstance(values[0], Tensor):
-        values = [v.data for v in values]
+        values = [v.array for v in values]
     dtype = np.float32 if isinstance(values[0], float) else None
     return np.stack(values, dtype=dtype)
 
 
 def _as_array(data):
     """The array behind a Tensor, or ``data`` as a NumPy array (Tensors keep their device)."""
-    return data.data if isinstance(data, Tensor) else np.asarray(data)
+    return data.array if isinstance(data, Tensor) else np.asarray(data)
 
 
 class TensorDataset(Dataset):

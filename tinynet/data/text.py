@@ -182,7 +182,7 @@ class CharCorpus:
         """The text of a sequence of ids: a list, a 0-d or 1-d integer NumPy array,
         or a tinynet Tensor (on any device). ``ValueError`` naming an id out of
         range and its position."""
-        array = _backend.as_numpy(ids.data) if isinstance(ids, Tensor) else np.asarray(ids)
+        array = _backend.as_numpy(ids.array) if isinstance(ids, Tensor) else np.asarray(ids)
         if array.size == 0:
             return ""
         if array.dtype.kind not in "iu":

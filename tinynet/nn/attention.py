@@ -77,8 +77,8 @@ def additive_mask(mask, name, like):
     if not isinstance(mask, Tensor):
         mask = Tensor._make(creation._to_array(mask, device=like.device))
     if mask.dtype == np.bool_:
-        xp = get_array_module(mask.data)
-        return Tensor._make(xp.where(mask.data, -np.inf, 0).astype(like.dtype))
+        xp = get_array_module(mask.array)
+        return Tensor._make(xp.where(mask.array, -np.inf, 0).astype(like.dtype))
     if mask.dtype != like.dtype:
         raise TypeError(f"{name} must be bool or of the input's dtype {like.dtype}, "
                         f"got {mask.dtype}")

@@ -39,10 +39,10 @@ class Embedding(Module):
     def reset_parameters(self) -> None:
         """Draw the weight from N(0, 1) again, with the padding row zero."""
         weight = self.weight
-        weight.data[...] = creation.randn(*weight.shape, dtype=weight.dtype,
-                                          device=weight.device).data
+        weight.array[...] = creation.randn(*weight.shape, dtype=weight.dtype,
+                                          device=weight.device).array
         if self.padding_idx is not None:
-            weight.data[self.padding_idx] = 0
+            weight.array[self.padding_idx] = 0
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze: bool = True, padding_idx=None) -> "Embedding":

@@ -120,7 +120,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     size = _normalized_size(x, normalized_shape)
     eps = check_real("layer_norm", "eps", eps, low=0)
     for name, p in (("weight", weight), ("bias", bias)):
-        if p is not None and p.data.size != size:
+        if p is not None and p.array.size != size:
             raise ValueError(
                 f"layer_norm: {name} of shape {tuple(p.shape)} does not match "
                 f"normalized_shape ({size} elements)")
@@ -168,28 +168,28 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     if not training:
         if running_mean is None or running_var is None:
             raise ValueError("batch_norm: eval mode needs running_mean and running_var")
-        return BatchNormFunction.apply(x, weight, bias, running_mean.data,
-                                       running_var.data, eps, None)
+        return BatchNormFunction.apply(x, weight, bias, running_mean.array,
+                                       running_var.array, eps, None)
 
     if eps == 0:
         raise ValueError("batch_norm: eps must be positive during training, but got 0 (a "
                          "channel of equal values would divide 0 by 0)")
-    count = x.data.size // channels if channels else 0
+    count = x.array.size // channels if channels else 0
     if count == 0:             # an empty batch: an empty output, the running statistics kept
-        xp = get_array_module(x.data)
+        xp = get_array_module(x.array)
         return BatchNormFunction.apply(x, weight, bias, xp.zeros(channels, x.dtype),
                                        xp.ones(channels, x.dtype), eps, None)
     if count == 1:
         raise ValueError(
             f"batch_norm: expected more than 1 value per channel when training, got input "
             f"of shape {tuple(x.shape)}")
-    mean, squares = kernels_for(x.data).batch_norm_statistics(x.data)   # Σ (x − mean)²
+    mean, squares = kernels_for(x.array).batch_norm_statistics(x.array)   # Σ (x − mean)²
     dof = count - 1 if unbiased_batch_var else count
     if running_mean is not None:
-        running_mean.data *= 1 - momentum
-        running_mean.data += momentum * mean
-        running_var.data *= 1 - momentum
-        running_var.data += momentum * (squares / (count - 1))
+        running_mean.array *= 1 - momentum
+        running_mean.array += momentum * mean
+        running_var.array *= 1 - momentum
+        running_var.array += momentum * (squares / (count - 1))
     return BatchNormFunction.apply(x, weight, bias, mean, squares / dof, eps, dof)
 
 
@@ -243,12 +243,12 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                          f"training, got input of shape {tuple(input.shape)}")
     eps = check_real("instance_norm", "eps", eps, low=0)
     _check_channel_affine("instance_norm", input, weight, bias)
-    if running_mean is not None and input.data.size:
-        values = input.data.reshape(input.shape[0], input.shape[1], -1)
-        running_mean.data *= 1 - momentum
-        running_mean.data += momentum * values.mean(axis=2).mean(axis=0)
-        running_var.data *= 1 - momentum
-        running_var.data += momentum * values.var(axis=2, ddof=1).mean(axis=0)
+    if running_mean is not None and input.array.size:
+        values = input.array.reshape(input.shape[0], input.shape[1], -1)
+        running_mean.array *= 1 - momentum
+        running_mean.array += momentum * values.mean(axis=2).mean(axis=0)
+        running_var.array *= 1 - momentum
+        running_var.array += momentum * values.var(axis=2, ddof=1).mean(axis=0)
     # A constant channel with eps = 0 normalizes to 0, with a zero gradient, as
     # PyTorch's instance_norm gives (batch norm's 1/σ = 0 where σ = 0).
     return GroupNormFunction.apply(input, weight, bias, input.shape[1], eps, True)

@@ -65,7 +65,7 @@ def legacy_reduction(size_average, reduce, reduction):
 
 def _target_array(target, like):
     """Class indices as an array on the same device as ``like``."""
-    array = target.data if isinstance(target, Tensor) else target
+    array = target.array if isinstance(target, Tensor) else target
     return get_backend(like.device).asarray(array)
 
 
@@ -78,7 +78,7 @@ def _constant(where, name, value, like):
         if value.requires_grad:
             raise ValueError(f"{where}: not differentiable with respect to {name}, which "
                              "cannot have requires_grad=True (as in PyTorch)")
-        value = value.data
+        value = value.array
     return get_backend(like.device).asarray(value).astype(like.dtype, copy=False)
 
 
@@ -228,7 +228,7 @@ def _probability_cross_entropy(input, target, weight, reduction, label_smoothing
         return -product.sum(class_dim)
     if reduction == "sum":
         return -product.sum()
-    positions = input.data.size // classes if classes else 0
+    positions = input.array.size // classes if classes else 0
     return -product.sum() / positions        # NaN when there are none, as PyTorch
 
 
@@ -248,8 +248,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if isinstance(target, Tensor) and target.dtype != input.dtype:
         raise ValueError(f"{where}: target of dtype {target.dtype} does not match the "
                          f"input's dtype {input.dtype}")
-    values_of_target = target.data if isinstance(target, Tensor) else target
-    for name, values in (("input", input.data), ("target", values_of_target)):
+    values_of_target = target.array if isinstance(target, Tensor) else target
+    for name, values in (("input", input.array), ("target", values_of_target)):
         if values.size and not bool(((values >= 0) & (values <= 1)).all()):
             raise ValueError(f"{where}: all elements of {name} should be between 0 and 1 "
                              f"(probabilities; for logits use "

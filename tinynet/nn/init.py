@@ -12,7 +12,7 @@ __all__ = ["uniform_", "normal_", "zeros_", "ones_", "constant_"]
 def uniform_(tensor, low: float = 0.0, high: float = 1.0):
     """Fill ``tensor`` in place with U(low, high) samples; return it."""
     backend = get_backend(tensor.device)
-    tensor.data[...] = backend.rng.uniform(low, high, tensor.shape).astype(tensor.dtype)
+    tensor.array[...] = backend.rng.uniform(low, high, tensor.shape).astype(tensor.dtype)
     return tensor
 
 
@@ -22,13 +22,13 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0):
     if not std >= 0:
         raise ValueError(f"normal_: std must be non-negative, got {std}")
     backend = get_backend(tensor.device)
-    tensor.data[...] = backend.rng.normal(mean, std, tensor.shape).astype(tensor.dtype)
+    tensor.array[...] = backend.rng.normal(mean, std, tensor.shape).astype(tensor.dtype)
     return tensor
 
 
 def constant_(tensor, value: float):
     """Fill ``tensor`` in place with ``value``; return it."""
-    tensor.data[...] = value
+    tensor.array[...] = value
     return tensor
 
 

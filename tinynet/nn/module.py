@@ -29,7 +29,7 @@ class Parameter(Tensor):
     __slots__ = ()
 
     def __init__(self, data, requires_grad=True):
-        array = data.data if isinstance(data, Tensor) else data
+        array = data.array if isinstance(data, Tensor) else data
         Tensor.__init__(self, array, requires_grad=requires_grad)
 
     def __repr__(self):
@@ -209,7 +209,7 @@ class Module:
             if set_to_none or p.grad is None:
                 p.grad = None
             else:
-                p.grad = Tensor._make(get_backend(p.device).xp.zeros_like(p.data))
+                p.grad = Tensor._make(get_backend(p.device).xp.zeros_like(p.array))
 
     def to(self, *args, device=None, dtype=None) -> "Module":
         """``to(device)``, ``to(dtype)`` or ``to(device, dtype)``: move every parameter
@@ -221,7 +221,7 @@ class Module:
         for tensor in list(self.parameters()) + list(self.buffers()):
             floating = np.issubdtype(tensor.dtype, np.floating)
             moved = tensor.detach().to(device=device, dtype=dtype if floating else None)
-            tensor.data = moved.data
+            tensor.array = moved.array
             if tensor.grad is not None:
                 tensor.grad = tensor.grad.to(device=device, dtype=dtype)
         return self
@@ -292,7 +292,7 @@ class Module:
         for key, target in own.items():
             if key in state_dict:
                 xp = get_backend(target.device).xp
-                target.data[...] = xp.asarray(_array(state_dict[key]), dtype=target.dtype)
+                target.array[...] = xp.asarray(_array(state_dict[key]), dtype=target.dtype)
         return missing, unexpected
 
     # ------------------------------------------------------------------- repr
@@ -313,4 +313,4 @@ class Module:
 
 def _array(value):
     """The NumPy array behind a Tensor or array-like value of a state dict."""
-    return as_numpy(value.data) if isinstance(value, Tensor) else as_numpy(value)
+    return as_numpy(value.array) if isinstance(value, Tensor) else as_numpy(value)

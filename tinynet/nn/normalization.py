@@ -174,7 +174,7 @@ class _BatchNormBase(Module):
             raise ValueError(problem)
         use_batch_stats = self.training or running_mean is None
         if self.training and running_mean is not None:
-            self.num_batches_tracked.data += 1
+            self.num_batches_tracked.array += 1
         return F.batch_norm(x, running_mean, running_var, self.weight, self.bias,
                             training=use_batch_stats, momentum=self.momentum, eps=self.eps,
                             unbiased_batch_var=self.unbiased_batch_var)

@@ -55,7 +55,7 @@ class _Bucket:
 
     def __init__(self, params):
         self.params = params
-        self.buffer = np.empty(sum(p.data.size for p in params), dtype=params[0].data.dtype)
+        self.buffer = np.empty(sum(p.array.size for p in params), dtype=params[0].array.dtype)
         self.request = None
         self.waiting = len(params)
 
@@ -63,8 +63,8 @@ class _Bucket:
         """Copy the gradients into the buffer and start its all-reduce."""
         offset = 0
         for p in self.params:
-            size = p.data.size
-            self.buffer[offset:offset + size] = p.grad.data.reshape(-1)
+            size = p.array.size
+            self.buffer[offset:offset + size] = p.grad.array.reshape(-1)
             offset += size
         self.request = world.comm.Iallreduce(world.MPI.IN_PLACE, self.buffer,
                                              op=world.MPI.SUM)
@@ -75,7 +75,7 @@ class _Bucket:
         self.request.Wait()
         offset = 0
         for p in self.params:
-            size = p.data.size
+            size = p.array.size
             p.grad = Tensor._make(self.buffer[offset:offset + size].reshape(p.grad.shape)
                                   / world_size)
             offset += size
@@ -88,12 +88,12 @@ def _buckets(params, cap_bytes):
     parameter larger than that gets a bucket of its own)."""
     buckets, current, size = [], [], 0
     for p in params:
-        if current and (size + p.data.nbytes > cap_bytes
-                        or p.data.dtype != current[0].data.dtype):
+        if current and (size + p.array.nbytes > cap_bytes
+                        or p.array.dtype != current[0].array.dtype):
             buckets.append(_Bucket(current))
             current, size = [], 0
         current.append(p)
-        size += p.data.nbytes
+        size += p.array.nbytes
     if current:
         buckets.append(_Bucket(current))
     return buckets
@@ -119,12 +119,12 @@ class DistributedDataParallel(Module):
         named = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
         buffers = [(name, b) for name, b in module.named_buffers() if b is not None]
         dist.check_same_shapes(
-            {name: (tuple(t.shape), str(t.data.dtype)) for name, t in named + buffers},
+            {name: (tuple(t.shape), str(t.array.dtype)) for name, t in named + buffers},
             "DistributedDataParallel(module): the ranks' models must have the same "
             "parameters and buffers (names, shapes, dtypes)")
         with no_grad():
             for _, tensor in named + buffers:
-                dist.broadcast_array(tensor.data, 0, label="parameters")
+                dist.broadcast_array(tensor.array, 0, label="parameters")
         self._world = world
         self._buckets = _buckets([p for _, p in reversed(named)], int(cap * 2 ** 20))
         self._bucket_of = {id(p): bucket for bucket in self._buckets for p in bucket.params}
@@ -147,7 +147,7 @@ class DistributedDataParallel(Module):
             with no_grad():
                 for buffer in self.module.buffers():
                     if buffer is not None:
-                        dist.broadcast_array(buffer.data, 0, label="buffers")
+                        dist.broadcast_array(buffer.array, 0, label="buffers")
         return self.module(*args, **kwargs)
 
     @contextlib.contextmanager

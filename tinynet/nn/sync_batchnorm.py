@@ -124,8 +124,8 @@ class SyncBatchNormFunction(Function):
 
 
 def _update_running(running, momentum, batch_value):
-    running.data *= 1 - momentum
-    running.data += (momentum * batch_value).astype(running.data.dtype, copy=False)
+    running.array *= 1 - momentum
+    running.array += (momentum * batch_value).astype(running.array.dtype, copy=False)
 
 
 def sync_batch_norm(x, running_mean, running_var, weight=None, bias=None,
@@ -135,13 +135,13 @@ def sync_batch_norm(x, running_mean, running_var, weight=None, bias=None,
     on the global batch would update them (the unbiased variance, N − 1)."""
     eps = check_real("batch_norm", "eps", eps, low=0)
     momentum = check_real("batch_norm", "momentum", momentum, 0, 1)
-    rows = dist.all_gather_array(shard_statistics(x.data), label=TRAFFIC_LABEL)
+    rows = dist.all_gather_array(shard_statistics(x.array), label=TRAFFIC_LABEL)
     count, mean, m2 = merge_statistics(rows)
     if count <= 1:
         raise ValueError(
             f"batch_norm: expected more than 1 value per channel when training, got {count} "
             f"over all {len(rows)} ranks (input of shape {tuple(x.shape)} on this rank)")
-    xp = get_array_module(x.data)
+    xp = get_array_module(x.array)
     mean, m2 = xp.asarray(mean), xp.asarray(m2)
     if running_mean is not None:
         _update_running(running_mean, momentum, mean)
@@ -176,7 +176,7 @@ class _Synced:
         elif problem is not None:
             raise ValueError(problem)
         if running_mean is not None:
-            self.num_batches_tracked.data += 1
+            self.num_batches_tracked.array += 1
         return sync_batch_norm(x, running_mean, running_var, self.weight, self.bias,
                                self.momentum, self.eps, self.unbiased_batch_var)
 

@@ -76,8 +76,8 @@ def is_causal_mask(mask, size):
     diagonal, 0 elsewhere (PyTorch's detection for ``is_causal=None``)."""
     if mask is None or tuple(mask.shape) != (size, size):
         return False
-    xp = get_array_module(mask.data)
-    return bool((mask.data == causal_bias(xp, size, size, mask.dtype)).all())
+    xp = get_array_module(mask.array)
+    return bool((mask.array == causal_bias(xp, size, size, mask.dtype)).all())
 
 
 class TransformerEncoderLayer(Module):

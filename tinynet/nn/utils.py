@@ -34,7 +34,7 @@ def _tensors(tensors) -> list:
 
 def _grads(parameters) -> list:
     """The gradient arrays of the parameters that have one."""
-    return [p.grad.data for p in _tensors(parameters) if p.grad is not None]
+    return [p.grad.array for p in _tensors(parameters) if p.grad is not None]
 
 
 def _check_norm_type(where: str, norm_type) -> float:
@@ -63,7 +63,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm is a RuntimeError.
     """
     norm_type = _check_norm_type("get_total_norm", norm_type)
-    arrays = [t.data if isinstance(t, Tensor) else t for t in _tensors(tensors)]
+    arrays = [t.array if isinstance(t, Tensor) else t for t in _tensors(tensors)]
     if not arrays:
         return Tensor._make(np.asarray(0.0, dtype=np.float32))
     xp = get_array_module(arrays[0])
@@ -83,7 +83,7 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm) -> None:
     grads = _grads(parameters)
     if not grads:
         return
-    total = total_norm.data if isinstance(total_norm, Tensor) else total_norm
+    total = total_norm.array if isinstance(total_norm, Tensor) else total_norm
     xp = get_array_module(grads[0])
     total = xp.asarray(total)
     factor = xp.minimum(max_norm / (total + 1e-6), 1.0)
@@ -124,7 +124,7 @@ def parameter_grad_norms(module) -> dict:
     norms = {}
     for name, p in module.named_parameters():
         if p.grad is not None:
-            grad = p.grad.data
+            grad = p.grad.array
             norms[name] = float(_vector_norm(get_array_module(grad), grad, 2))
     return norms
 

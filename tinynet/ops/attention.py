@@ -127,7 +127,7 @@ def _attention_bias(attn_mask, is_causal, q, k):
     query may attend to the key, PyTorch's convention) becomes 0 / −∞; a float
     mask is added as it is, and gets a gradient if it requires one."""
     from ..tensor import Tensor
-    xp = get_array_module(q.data)
+    xp = get_array_module(q.array)
     queries, keys = q.shape[-2], k.shape[-2]
     if is_causal:
         if attn_mask is not None:
@@ -136,7 +136,7 @@ def _attention_bias(attn_mask, is_causal, q, k):
         return causal_bias(xp, queries, keys, q.dtype)
     if attn_mask is None:
         return None
-    mask = attn_mask.data if isinstance(attn_mask, Tensor) else xp.asarray(attn_mask)
+    mask = attn_mask.array if isinstance(attn_mask, Tensor) else xp.asarray(attn_mask)
     try:
         np.broadcast_shapes(mask.shape, q.shape[:-1] + (keys,))
     except ValueError:

@@ -87,7 +87,7 @@ def view_dtype(x, dtype):
     """
     from ..tensor import Tensor
     dtype = np.dtype(dtype)
-    data, old, new = x.data, x.dtype.itemsize, dtype.itemsize
+    data, old, new = x.array, x.dtype.itemsize, dtype.itemsize
     if old != new:
         where = f"view({dtype}) of a {x.dtype} tensor of shape {tuple(x.shape)}"
         if data.ndim == 0:

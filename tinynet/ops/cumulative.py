@@ -150,7 +150,7 @@ def _cumulative_extreme(input, dim, largest):
     the index follows the latest NaN."""
     name = "cummax" if largest else "cummin"
     source, axis = _prepare(input, dim, name)
-    data = source.data
+    data = source.array
     xp = get_array_module(data)
     running = _accumulate(xp, "maximum" if largest else "minimum", data, axis)
     chosen = data == running                       # where the extreme was (re)taken

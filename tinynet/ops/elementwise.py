@@ -364,7 +364,7 @@ def where(condition, a, b):
     together (``torch.where``); the gradient flows to the chosen branch only.
     """
     if isinstance(condition, Tensor):
-        condition = condition.data
+        condition = condition.array
     return Where.apply(condition, operand(a), operand(b))
 
 
@@ -401,6 +401,6 @@ _COMPARISONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt,
 def compare(name, a, b):
     """A boolean tensor, outside the graph (comparisons have no gradient)."""
     a, b = operand(a), operand(b)
-    a = a.data if isinstance(a, Tensor) else a
-    b = b.data if isinstance(b, Tensor) else b
+    a = a.array if isinstance(a, Tensor) else a
+    b = b.array if isinstance(b, Tensor) else b
     return Tensor._make(broadcast(name, _COMPARISONS[name], a, b))

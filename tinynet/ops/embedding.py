@@ -19,7 +19,7 @@ __all__ = ["embedding", "one_hot", "normalize_padding_idx", "EmbeddingFunction"]
 
 def index_array(indices, where: str, device: str = "cpu"):
     """The array of integer indices behind a Tensor or array, on ``device``."""
-    array = indices.data if isinstance(indices, Tensor) else indices
+    array = indices.array if isinstance(indices, Tensor) else indices
     array = get_backend(device).asarray(array)
     if array.dtype.kind not in "iu":
         raise TypeError(f"{where}: expected a tensor of integer indices, got dtype {array.dtype}")

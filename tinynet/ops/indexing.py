@@ -72,8 +72,8 @@ class IndexSelect(Function):
 
 
 def _integer_array(index, like, name):
-    xp = get_array_module(like.data)
-    array = index.data if isinstance(index, Tensor) else xp.asarray(index)
+    xp = get_array_module(like.array)
+    array = index.array if isinstance(index, Tensor) else xp.asarray(index)
     if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.integer):
         raise TypeError(f"{name}: expected an integer tensor, got dtype {array.dtype}")
     return array
@@ -126,7 +126,7 @@ def repeat_interleave(input, repeats=None, dim=None):
             f"repeat_interleave: repeats must be a single count or one per slice: got "
             f"shape {tuple(counts.shape)} for dim of size {size}")
     _check_counts(counts)
-    xp = get_array_module(input.data)
+    xp = get_array_module(input.array)
     per_slice = counts.ndim == 1 and counts.shape[0] == size and size != 1
     times = xp.asarray(counts) if per_slice else int(counts.reshape(-1)[0])
     index = xp.repeat(xp.arange(size), times)
@@ -162,8 +162,8 @@ class MaskedSelect(Function):
 def masked_select(input, mask):
     """A 1-D tensor of the elements of ``input`` where the bool ``mask`` is True,
     the two broadcast together first (``torch.masked_select``)."""
-    xp = get_array_module(input.data)
-    mask = mask.data if isinstance(mask, Tensor) else xp.asarray(mask)
+    xp = get_array_module(input.array)
+    mask = mask.array if isinstance(mask, Tensor) else xp.asarray(mask)
     if mask.dtype != np.bool_:
         raise TypeError(f"masked_select: expected a bool mask, got dtype {mask.dtype}")
     try:
@@ -179,7 +179,7 @@ def nonzero(input, as_tuple: bool = False):
     order: an int64 tensor of shape (count, ndim), or with ``as_tuple=True`` one
     1-D tensor per dim (a 0-d input counts as 1-D there, as in torch). Outside
     the graph."""
-    data = input.data
+    data = input.array
     xp = get_array_module(data)
     if as_tuple:
         flat = data.reshape(1) if data.ndim == 0 else data
@@ -211,7 +211,7 @@ def argsort(input, dim: int = -1, descending: bool = False, stable: bool = False
     also a valid answer when ``stable=False``. Outside the graph.
     """
     axis = normalize_axis(dim, input.ndim)
-    data = input.data
+    data = input.array
     if data.ndim == 0:
         return Tensor._make(get_array_module(data).zeros((), np.int64))
     return Tensor._make(sort_order(data, axis, descending).astype(np.int64))

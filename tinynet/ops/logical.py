@@ -35,7 +35,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
                         f"and {other.dtype}")
     if rtol < 0 or atol < 0:
         raise ValueError(f"isclose: rtol and atol must be >= 0, got rtol={rtol}, atol={atol}")
-    a, b = input.data, other.data
+    a, b = input.array, other.array
     xp = get_array_module(a, b)
     close = broadcast("isclose", operator.eq, a, b)
     floating = np.issubdtype(a.dtype, np.floating)
@@ -56,7 +56,7 @@ def _truth(input, dim, keepdim, reduce):
         axes = ()                       # dim=(): each element's own truth, as in torch.any
     else:
         axes, keepdim = resolve_dims(input, dim, keepdim)
-    data = input.data
+    data = input.array
     xp = get_array_module(data)
     nonzero = data if data.dtype == np.bool_ else data != 0     # NaN counts as True
     return Tensor._make(xp.asarray(reduce(nonzero, axis=axes, keepdims=keepdim)))
@@ -76,7 +76,7 @@ def all(input, dim=None, keepdim=False):
 def _integral(name, x):
     """The array or number behind a bitwise operand; TypeError unless bool or integer."""
     x = operand(x)
-    data = x.data if isinstance(x, Tensor) else x
+    data = x.array if isinstance(x, Tensor) else x
     dtype = getattr(data, "dtype", None)
     if dtype is None:
         if not isinstance(data, numbers.Integral):
@@ -136,4 +136,4 @@ def equal(input, other) -> bool:
     """Whether the two tensors have the same shape and the same elements, a Python bool
     (``torch.equal``; NaN equals nothing)."""
     return tuple(input.shape) == tuple(other.shape) and builtins.bool(
-        get_array_module(input.data).all(input.data == other.data))
+        get_array_module(input.array).all(input.array == other.array))

@@ -133,7 +133,7 @@ def pad(input, pad, mode: str = "constant", value=0.0):
             f"pad: mode {mode!r} pads the last 1, 2 or 3 dims of a 2-D/3-D, 3-D/4-D or "
             f"4-D/5-D input respectively; got {len(pad)} pad values for a {input.ndim}-D "
             "input")
-    xp = get_array_module(input.data)
+    xp = get_array_module(input.array)
     vectors = [None] * (input.ndim - count)
     for d in range(input.ndim - count, input.ndim):
         n, (before, after) = shape[d], widths[d]

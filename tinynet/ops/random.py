@@ -65,7 +65,7 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
     per row (each draw renormalizes over the ones left). Returns int64 indices.
     """
     from ..tensor import Tensor
-    weights = input.data if isinstance(input, Tensor) else input
+    weights = input.array if isinstance(input, Tensor) else input
     if weights.ndim not in (1, 2) or not np.issubdtype(weights.dtype, np.floating):
         raise ValueError(f"multinomial: expected a 1-D or 2-D floating point tensor of "
                          f"weights, got shape {tuple(weights.shape)} and dtype {weights.dtype}")

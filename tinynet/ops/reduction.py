@@ -410,10 +410,10 @@ def _extreme(x, dim, keepdim, axis, keepdims, largest):
     if dim is None:
         return AllMax.apply(x, largest)
     axis = normalize_axis(dim, x.ndim)
-    xp = get_array_module(x.data)
+    xp = get_array_module(x.array)
     if x.ndim == 0:                      # its one element, at index 0
         return MaxResult(x.reshape(()), Tensor._make(xp.zeros((), xp.int64)))
-    indices = (xp.argmax if largest else xp.argmin)(x.data, axis=axis)
+    indices = (xp.argmax if largest else xp.argmin)(x.array, axis=axis)
     values = TakeAlongAxis.apply(x, indices, axis, keepdim)
     if keepdim:
         indices = xp.expand_dims(indices, axis)
@@ -440,15 +440,15 @@ def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
 
 
 def _arg(x, dim, keepdim, axis, keepdims, largest):
-    xp = get_array_module(x.data)
+    xp = get_array_module(x.array)
     find = xp.argmax if largest else xp.argmin
     dim, keepdim = _merge_aliases(dim, keepdim, axis, keepdims)
     if dim is None:
-        return Tensor._make(xp.asarray(find(x.data)))
+        return Tensor._make(xp.asarray(find(x.array)))
     axis = normalize_axis(dim, x.ndim)
     if x.ndim == 0:
         return Tensor._make(xp.zeros((), xp.int64))
-    return Tensor._make(find(x.data, axis=axis, keepdims=keepdim))
+    return Tensor._make(find(x.array, axis=axis, keepdims=keepdim))
 
 
 def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):

@@ -92,7 +92,8 @@ def gather(input, dim: int, index):
     ``index`` is an integer tensor with as many dims as ``input``, no larger than
     it outside ``dim``, and holds indices in [0, input.size(dim)); the result has
     ``index``'s shape."""
-    index = index.data if isinstance(index, Tensor) else get_array_module(input.data).asarray(index)
+    xp = get_array_module(input.array)
+    index = index.array if isinstance(index, Tensor) else xp.asarray(index)
     if not np.issubdtype(index.dtype, np.integer):
         raise TypeError(f"gather: index must be an integer tensor, got dtype {index.dtype}")
     if index.ndim != input.ndim:
@@ -120,9 +121,9 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k <= size:
         raise ValueError(f"topk: k must be an integer in [0, {size}] for dim {dim} of "
                          f"shape {tuple(input.shape)}, got {k!r}")
-    xp = get_array_module(input.data)
+    xp = get_array_module(input.array)
     source = input if input.ndim else input.reshape(1)
-    order = sort_order(source.data, axis, descending=largest)
+    order = sort_order(source.array, axis, descending=largest)
     return _taken(input, source, xp.take(order, xp.arange(k), axis=axis), axis, TopkResult)
 
 
@@ -132,7 +133,7 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False):
     where each value came from."""
     axis = normalize_axis(dim, input.ndim)
     source = input if input.ndim else input.reshape(1)
-    return _taken(input, source, sort_order(source.data, axis, descending), axis, SortResult)
+    return _taken(input, source, sort_order(source.array, axis, descending), axis, SortResult)
 
 
 def _taken(input, source, indices, axis, result):

@@ -165,7 +165,7 @@ def _raw_index(index):
     if isinstance(index, tuple):
         return tuple(_raw_index(i) for i in index)
     if isinstance(index, Tensor):
-        return index.data
+        return index.array
     if isinstance(index, list):     # [] indexes nothing: integer positions, not floats
         return np.asarray(index) if index else np.zeros(0, dtype=np.intp)
     return index

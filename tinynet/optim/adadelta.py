@@ -42,16 +42,16 @@ class Adadelta(Optimizer):
         """One Adadelta update of every parameter with a gradient, by the class
         docstring's rule, in PyTorch's order of operations."""
         for group, p in self._params_with_grad():
-            xp = get_array_module(p.data)
+            xp = get_array_module(p.array)
             state = self.state.get(p)
             if state is None:
-                state = self.state[p] = {"step": 0, "square_avg": xp.zeros_like(p.data),
-                                         "acc_delta": xp.zeros_like(p.data)}
+                state = self.state[p] = {"step": 0, "square_avg": xp.zeros_like(p.array),
+                                         "acc_delta": xp.zeros_like(p.array)}
             state["step"] += 1
             rho, eps = group["rho"], group["eps"]
-            grad = -p.grad.data if group["maximize"] else p.grad.data
+            grad = -p.grad.array if group["maximize"] else p.grad.array
             if group["weight_decay"]:
-                grad = grad + group["weight_decay"] * p.data
+                grad = grad + group["weight_decay"] * p.array
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]
             square_avg *= rho
             square_avg += (1 - rho) * grad * grad
@@ -61,4 +61,4 @@ class Adadelta(Optimizer):
             delta *= grad
             acc_delta *= rho
             acc_delta += (1 - rho) * delta * delta
-            p.data -= group["lr"] * delta
+            p.array -= group["lr"] * delta

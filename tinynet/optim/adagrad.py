@@ -52,24 +52,24 @@ class Adagrad(Optimizer):
     def _state(self, group, p) -> dict:
         state = self.state.get(p)
         if state is None:
-            xp = get_array_module(p.data)
+            xp = get_array_module(p.array)
             state = self.state[p] = {
-                "step": 0, "sum": xp.full_like(p.data, group["initial_accumulator_value"])}
+                "step": 0, "sum": xp.full_like(p.array, group["initial_accumulator_value"])}
         return state
 
     def step(self):
         """One Adagrad update of every parameter with a gradient, by the class
         docstring's rule, in PyTorch's order of operations."""
         for group, p in self._params_with_grad():
-            xp = get_array_module(p.data)
+            xp = get_array_module(p.array)
             state = self._state(group, p)
             state["step"] += 1
-            grad = -p.grad.data if group["maximize"] else p.grad.data
+            grad = -p.grad.array if group["maximize"] else p.grad.array
             if group["weight_decay"]:
-                grad = grad + group["weight_decay"] * p.data
+                grad = grad + group["weight_decay"] * p.array
             clr = group["lr"] / (1 + (state["step"] - 1) * group["lr_decay"])
             state_sum = state["sum"]
             state_sum += grad * grad
             std = xp.sqrt(state_sum)
             std += group["eps"]
-            p.data -= clr * grad / std
+            p.array -= clr * grad / std

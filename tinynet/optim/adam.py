@@ -69,23 +69,23 @@ class Adam(Optimizer):
             backend = get_backend(p.device)
             state = self.state.get(p)
             if state is None:
-                state = self.state[p] = {"step": 0, "exp_avg": backend.xp.zeros_like(p.data),
-                                         "exp_avg_sq": backend.xp.zeros_like(p.data)}
+                state = self.state[p] = {"step": 0, "exp_avg": backend.xp.zeros_like(p.array),
+                                         "exp_avg_sq": backend.xp.zeros_like(p.array)}
             if group["amsgrad"] and "max_exp_avg_sq" not in state:
-                state["max_exp_avg_sq"] = backend.xp.zeros_like(p.data)
+                state["max_exp_avg_sq"] = backend.xp.zeros_like(p.array)
             state["step"] += 1
-            grad = -p.grad.data if group["maximize"] else p.grad.data
+            grad = -p.grad.array if group["maximize"] else p.grad.array
             beta1, beta2 = group["betas"]
             weight_decay, decay = group["weight_decay"], 1.0
             if group["decoupled_weight_decay"]:     # AdamW: θ ← θ (1 − lr λ), in the same pass
                 weight_decay, decay = 0.0, 1 - group["lr"] * weight_decay
             if group["amsgrad"]:
                 # The fused kernel has no v̂: AMSGrad takes this plain array code instead.
-                _amsgrad_step(p.data, grad, state, group["lr"], beta1, beta2, group["eps"],
+                _amsgrad_step(p.array, grad, state, group["lr"], beta1, beta2, group["eps"],
                               weight_decay, decay, backend.xp)
                 continue
             backend.kernels.adam_step(
-                p.data, grad, state["exp_avg"], state["exp_avg_sq"], state["step"],
+                p.array, grad, state["exp_avg"], state["exp_avg_sq"], state["step"],
                 group["lr"], beta1, beta2, group["eps"], weight_decay, decay)
 
 

@@ -77,7 +77,7 @@ class Optimizer:
                 if set_to_none or p.grad is None:
                     p.grad = None
                 else:
-                    p.grad.data[...] = 0
+                    p.grad.array[...] = 0
 
     def step(self):
         """Update every parameter that has a gradient by the optimizer's rule, in place

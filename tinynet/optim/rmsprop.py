@@ -47,19 +47,19 @@ class RMSprop(Optimizer):
         """One RMSprop update of every parameter with a gradient, by the class
         docstring's rule, in PyTorch's order of operations."""
         for group, p in self._params_with_grad():
-            xp = get_array_module(p.data)
+            xp = get_array_module(p.array)
             alpha, momentum = group["alpha"], group["momentum"]
             state = self.state.get(p)
             if state is None:
-                state = self.state[p] = {"step": 0, "square_avg": xp.zeros_like(p.data)}
+                state = self.state[p] = {"step": 0, "square_avg": xp.zeros_like(p.array)}
                 if momentum > 0:
-                    state["momentum_buffer"] = xp.zeros_like(p.data)
+                    state["momentum_buffer"] = xp.zeros_like(p.array)
                 if group["centered"]:
-                    state["grad_avg"] = xp.zeros_like(p.data)
+                    state["grad_avg"] = xp.zeros_like(p.array)
             state["step"] += 1
-            grad = -p.grad.data if group["maximize"] else p.grad.data
+            grad = -p.grad.array if group["maximize"] else p.grad.array
             if group["weight_decay"]:
-                grad = grad + group["weight_decay"] * p.data
+                grad = grad + group["weight_decay"] * p.array
             square_avg = state["square_avg"]
             square_avg *= alpha
             square_avg += (1 - alpha) * grad * grad
@@ -74,6 +74,6 @@ class RMSprop(Optimizer):
                 buf = state["momentum_buffer"]
                 buf *= momentum
                 buf += grad / avg
-                p.data -= group["lr"] * buf
+                p.array -= group["lr"] * buf
             else:
-                p.data -= group["lr"] * grad / avg
+                p.array -= group["lr"] * grad / avg

@@ -40,9 +40,9 @@ class SGD(Optimizer):
     def step(self):
         """One SGD update of every parameter with a gradient, by the class docstring's rule."""
         for group, p in self._params_with_grad():
-            grad = -p.grad.data if group["maximize"] else p.grad.data
+            grad = -p.grad.array if group["maximize"] else p.grad.array
             if group["weight_decay"]:
-                grad = grad + group["weight_decay"] * p.data
+                grad = grad + group["weight_decay"] * p.array
             momentum = group["momentum"]
             if momentum:
                 state = self.state.setdefault(p, {})
@@ -53,4 +53,4 @@ class SGD(Optimizer):
                     buf *= momentum
                     buf += (1 - group["dampening"]) * grad
                 grad = grad + momentum * buf if group["nesterov"] else buf
-            p.data -= group["lr"] * grad
+            p.array -= group["lr"] * grad
