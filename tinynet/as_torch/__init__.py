@@ -42,7 +42,22 @@ MODULES = {
     "torch.nn.init": "tinynet.nn.init",
     "torch.nn.utils": "tinynet.nn.utils",
     "torch.nn.parallel": "tinynet.nn.parallel",
-    "torch.nn.modules": "tinynet.nn",
+    "torch.nn.modules": "tinynet.nn.modules",
+    "torch.nn.modules.activation": "tinynet.nn.modules",
+    "torch.nn.modules.batchnorm": "tinynet.nn.modules",
+    "torch.nn.modules.container": "tinynet.nn.modules",
+    "torch.nn.modules.conv": "tinynet.nn.modules",
+    "torch.nn.modules.dropout": "tinynet.nn.modules",
+    "torch.nn.modules.flatten": "tinynet.nn.modules",
+    "torch.nn.modules.instancenorm": "tinynet.nn.modules",
+    "torch.nn.modules.linear": "tinynet.nn.modules",
+    "torch.nn.modules.loss": "tinynet.nn.modules",
+    "torch.nn.modules.module": "tinynet.nn.modules",
+    "torch.nn.modules.normalization": "tinynet.nn.modules",
+    "torch.nn.modules.pooling": "tinynet.nn.modules",
+    "torch.nn.modules.rnn": "tinynet.nn.modules",
+    "torch.nn.modules.sparse": "tinynet.nn.modules",
+    "torch.nn.modules.transformer": "tinynet.nn.modules",
     "torch.optim": "tinynet.optim",
     "torch.optim.lr_scheduler": "tinynet.optim.lr_scheduler",
     "torch.autograd": "tinynet.autograd",
@@ -68,6 +83,10 @@ MODULES = {
 # Where a module stands in for an attribute of the one named (torch.backends.cudnn is
 # tinynet.backends.cudnn, a namespace of that module).
 _ATTRIBUTES = {"torch.backends.cudnn": "cudnn", "torch.backends.mps": "mps",
+               **{f"torch.nn.modules.{name}": name for name in (
+                   "activation", "batchnorm", "container", "conv", "dropout", "flatten",
+                   "instancenorm", "linear", "loss", "module", "normalization", "pooling",
+                   "rnn", "sparse", "transformer")},
                "torchvision.datasets": "datasets", "torchvision.transforms": "transforms"}
 _ROOTS = ("torch", "torchvision")
 

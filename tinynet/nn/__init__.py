@@ -73,4 +73,6 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
 ]
 
+from . import modules  # noqa: E402, F401  (PyTorch's files of layers, from the names above)
+
 __getattr__ = lacking("torch.nn")
