@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet import nn, torch_format
+from tinynet import nn, torch_writer
 
 
 class Block(nn.Module):
@@ -152,7 +152,7 @@ def test_save_is_atomic(tmp_path, monkeypatch):
     def crash(*args, **kwargs):
         raise KeyboardInterrupt("simulated crash mid-write")
 
-    monkeypatch.setattr(torch_format, "write_zip", crash)
+    monkeypatch.setattr(torch_writer, "write_zip", crash)
     with pytest.raises(KeyboardInterrupt):
         tinynet.save({"w": tinynet.zeros(3)}, path)
     assert path.read_bytes() == before

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet import serialization, torch_format
+from tinynet import serialization, torch_writer
 
 
 @pytest.fixture
@@ -126,7 +126,7 @@ def test_an_error_mid_save_leaves_the_old_checkpoint_whole(tmp_path, monkeypatch
         file.write(before[:100])                 # part of an archive reaches the disk
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(torch_format, "write_zip", write_then_disk_full)
+    monkeypatch.setattr(torch_writer, "write_zip", write_then_disk_full)
     with pytest.raises(OSError, match="No space left"):
         tinynet.save({"weight": tinynet.zeros(2, 3)}, path)
     assert path.read_bytes() == before

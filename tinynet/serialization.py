@@ -33,7 +33,7 @@ import zlib
 
 import numpy as np
 
-from . import torch_format
+from . import torch_format, torch_writer
 from .backend import as_numpy, device_of
 from .nn.module import Parameter
 from .tensor import Tensor
@@ -214,7 +214,7 @@ def save(obj, f, format: str = "torch") -> None:
         if format == "tinynet":
             return _write_tinynet(obj, file)
         folder = os.path.splitext(os.path.basename(path))[0] if path else ""
-        torch_format.write_zip(obj, file, folder or "archive")
+        torch_writer.write_zip(obj, file, folder or "archive")
 
     if path is None:
         buffer = io.BytesIO()

@@ -14,7 +14,8 @@ from ..hyperparameters import check_count, check_real
 from ..tensor import Tensor
 from .dataset import IterableDataset, batch_getter, default_collate, shuffle_generator
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, as_generator
-from .workers import MultiProcessingDataLoaderIter, get_worker_info
+from .worker_pool import MultiProcessingDataLoaderIter
+from .workers import get_worker_info
 
 __all__ = ["DataLoader", "get_worker_info", "default_collate"]   # torch's dataloader module
 
