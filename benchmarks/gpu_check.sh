@@ -2,7 +2,8 @@
 # The GPU checks in one go (under 10 minutes): the CUDA kernel tests on the GPU
 # (simulator off), then the kernel ladder's GPU table, the GPU benchmark, a
 # profile of the host side of a small call, the five training scripts' median
-# step times on the GPU and on the CPU, and a profile of GPU training; a short
+# step times on the GPU and on the CPU, a PyTorch program run through
+# tinynet.as_torch on both, and a profile of GPU training; a short
 # summary table comes last, one line per part and per measurement. A part that
 # fails is marked there, and the parts after it still run.
 #
@@ -154,6 +155,18 @@ steps char_lm-gpt char_lm.py --preset cpu --max-iters 100 --eval-interval 100 \
 # The LN-LSTM language model of the GPT's size (0.80 M parameters), the same 100 iterations.
 steps char_lm-ln-lstm char_lm.py --model ln-lstm --preset cpu --max-iters 100 \
     --eval-interval 100 --eval-iters 2 --sample 0 --no-progress
+
+# A PyTorch program run unmodified on tinynet (python -m tinynet.as_torch): its
+# torch.cuda.is_available() must say True here, and its steps run on the GPU.
+torch_program() {
+    local device=$1
+    part "torch-program-$device" 90 "$PYTHON" -m tinynet.as_torch \
+        "$repo/examples/torch_char_gpt.py" --steps 100 --device "$device"
+}
+torch_program cuda
+torch_program cpu
+summary+=("| torch program (as_torch) median step | cuda $(median_ms torch-program-cuda) ms, \
+cpu $(median_ms torch-program-cpu) ms |")
 
 # Where GPU training spends the host's time, 500 steps at batch 4. The second table
 # counts the calls that bring values to the host (item, get, asnumpy, tolist) or wait

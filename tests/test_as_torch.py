@@ -326,3 +326,19 @@ def test_data_is_pytorchs_a_tensor_of_the_same_memory_outside_the_graph():
     assert p.requires_grad and p.is_leaf
     p.data = tinynet.zeros(2)                                     # new memory, any shape
     assert p.shape == (2,) and p.requires_grad
+
+
+def test_the_example_pytorch_program_trains_on_tinynet(tmp_path):
+    script = os.path.join(ROOT, "examples", "torch_char_gpt.py")
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    run = subprocess.run([sys.executable, "-m", "tinynet.as_torch", script, "--steps", "4",
+                          "--n-layer", "1", "--block-size", "8", "--batch-size", "4"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("tinynet: loss ") and "median step" in run.stdout
+    if not tinynet.cuda_is_available():
+        cuda = subprocess.run([sys.executable, "-m", "tinynet.as_torch", script, "--device",
+                               "cuda"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                              timeout=300)
+        assert cuda.returncode != 0
+        assert "torch.cuda.is_available() is False here" in cuda.stderr
