@@ -146,3 +146,17 @@ def test_clip_grad_norm_matches_torch(norm_type):
     assert total.item() == pytest.approx(total_ref.item(), rel=1e-12)
     for p, q in zip(ours, ref, strict=True):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"])
+def test_pytorchs_implementation_switches_are_taken(name):
+    """foreach/fused/capturable choose among PyTorch's implementations of one rule; a
+    program passes them (nanoGPT's fused=True), and tinynet's one implementation runs."""
+    p = nn.Parameter(tinynet.ones(2))
+    plain = getattr(optim, name)([p], lr=0.1)
+    switched = getattr(optim, name)([p], lr=0.1, foreach=True, fused=True, capturable=False)
+    assert plain.param_groups[0].keys() == switched.param_groups[0].keys()
+    with pytest.raises(NotImplementedError, match="differentiable=True"):
+        getattr(optim, name)([p], lr=0.1, differentiable=True)
+    with pytest.raises(TypeError, match="fused must be None, True or False"):
+        getattr(optim, name)([p], lr=0.1, fused="yes")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..backend import get_array_module
 from ..hyperparameters import check_real
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_switches
 
 __all__ = ["Adadelta"]
 
@@ -26,7 +26,10 @@ class Adadelta(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, *, maximize: bool = False):
+                 weight_decay: float = 0.0, *, maximize: bool = False,
+                 foreach=None, fused=None, capturable: bool = False,
+                 differentiable: bool = False):
+        check_switches("Adadelta", foreach, fused, capturable, differentiable)
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                                       maximize=maximize))
 

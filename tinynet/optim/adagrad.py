@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..backend import get_array_module
 from ..hyperparameters import check_real
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_switches
 
 __all__ = ["Adagrad"]
 
@@ -28,7 +28,10 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
-                 eps: float = 1e-10, *, maximize: bool = False):
+                 eps: float = 1e-10, *, maximize: bool = False,
+                 foreach=None, fused=None, capturable: bool = False,
+                 differentiable: bool = False):
+        check_switches("Adagrad", foreach, fused, capturable, differentiable)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
                                       eps=eps, maximize=maximize))

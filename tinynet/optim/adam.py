@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..backend import get_backend
 from ..hyperparameters import check_real
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_switches
 
 __all__ = ["Adam"]
 
@@ -33,7 +33,10 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False):
+                 decoupled_weight_decay: bool = False,
+                 foreach=None, fused=None, capturable: bool = False,
+                 differentiable: bool = False):
+        check_switches("Adam", foreach, fused, capturable, differentiable)
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize,
                                       decoupled_weight_decay=decoupled_weight_decay))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .adam import Adam
+from .optimizer import check_switches
 
 __all__ = ["AdamW"]
 
@@ -19,6 +20,9 @@ class AdamW(Adam):
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False):
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach=None, fused=None, capturable: bool = False,
+                 differentiable: bool = False):
+        check_switches("AdamW", foreach, fused, capturable, differentiable)
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize,
                          decoupled_weight_decay=True)

@@ -6,7 +6,7 @@ import copy
 from ..backend import as_numpy, get_backend
 from ..tensor import Tensor
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "check_switches"]
 
 
 class Optimizer:
@@ -122,3 +122,16 @@ class Optimizer:
             self.state[p] = {k: (xp.array(v, dtype=p.dtype) if hasattr(v, "shape") and
                                  getattr(v, "ndim", 0) > 0 else v) for k, v in s.items()}
 
+
+def check_switches(owner: str, foreach=None, fused=None, capturable=False,
+                   differentiable=False) -> None:
+    """PyTorch's switches between implementations of one update rule (``foreach``,
+    ``fused``, ``capturable``), which programs pass: accepted, since tinynet has one
+    implementation of each rule and it computes the same numbers. ``differentiable``
+    (a step that autograd can differentiate) tinynet's optimizers do not have."""
+    for name, value in (("foreach", foreach), ("fused", fused), ("capturable", capturable)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{owner}: {name} must be None, True or False, got {value!r}")
+    if differentiable:
+        raise NotImplementedError(f"{owner}: differentiable=True (autograd through the step) "
+                                  "is not supported: tinynet updates parameters under no_grad")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..backend import get_array_module
 from ..hyperparameters import check_real
 from .adam import lerp_
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_switches
 
 __all__ = ["RMSprop"]
 
@@ -30,7 +30,10 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False, *,
-                 maximize: bool = False):
+                 maximize: bool = False,
+                 foreach=None, fused=None, capturable: bool = False,
+                 differentiable: bool = False):
+        check_switches("RMSprop", foreach, fused, capturable, differentiable)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                                       momentum=momentum, centered=centered, maximize=maximize))
 

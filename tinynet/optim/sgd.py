@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..hyperparameters import check_real
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_switches
 
 __all__ = ["SGD"]
 
@@ -20,7 +20,10 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False):
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach=None, fused=None, capturable: bool = False,
+                 differentiable: bool = False):
+        check_switches("SGD", foreach, fused, capturable, differentiable)
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
