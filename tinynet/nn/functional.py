@@ -29,7 +29,6 @@ from ..ops import (
 )
 from ..ops.conv import conv1d, conv2d, conv3d
 from ..ops.conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
-from ..ops.loss import check_class_targets
 from ..ops.normalization import (
     BatchNormFunction,
     GroupNormFunction,
@@ -51,10 +50,10 @@ from .dropout import dropout1d, dropout2d, dropout3d
 from .functional_losses import (
     _check_reduction,  # noqa: F401 (the loss modules check their reduction with it)
     _reduce,
-    _target_array,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    nll_loss,
 )
 
 __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout",
@@ -67,14 +66,6 @@ __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropo
            "gelu", "silu", "one_hot", "embedding", "scaled_dot_product_attention", "pad",
            "softplus", "elu", "leaky_relu", "normalize", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
-
-
-def nll_loss(input, target, reduction: str = "mean"):
-    """Negative log-likelihood of log-probabilities (N, C) at class indices (N,)."""
-    target = _target_array(target, input)
-    check_class_targets(input.shape, target, "nll_loss")
-    rows = range(input.shape[0])
-    return _reduce(-input[list(rows), target], reduction)
 
 
 def mse_loss(input, target, reduction: str = "mean"):

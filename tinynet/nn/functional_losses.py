@@ -31,7 +31,8 @@ from ..ops.loss import (
 )
 from ..tensor import Tensor
 
-__all__ = ["cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+__all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -166,15 +167,20 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
                                 label_smoothing, classes)
 
 
+def _rows(input, target, classes):
+    """(rows, C) scores and (rows,) targets from an input (N, C), (C,) or (N, C, d1, ...)
+    with the classes along dim 1 (dim 0 unbatched): one row per position."""
+    if input.ndim == 2:
+        return input, target
+    if input.ndim == 1:
+        return input.reshape(1, classes), target.reshape(1)
+    return (input.permute(0, *range(2, input.ndim), 1).reshape(-1, classes),   # (N·d1···, C)
+            target.reshape(-1))
+
+
 def _index_cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing,
                          classes):
-    if input.ndim == 2:
-        logits, flat = input, target
-    elif input.ndim == 1:
-        logits, flat = input.reshape(1, classes), target.reshape(1)
-    else:                                   # (N, C, d1, ...) -> (N·d1···, C)
-        logits = input.permute(0, *range(2, input.ndim), 1).reshape(-1, classes)
-        flat = target.reshape(-1)
+    logits, flat = _rows(input, target, classes)
     ignored = check_class_targets(logits.shape, flat, "cross_entropy", ignore_index)
     ignore = ignore_index if ignored else None
     weight = _constant("cross_entropy", "weight", weight, input)
@@ -277,3 +283,43 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_broadcasts(where, "weight", weight, input)
     _check_broadcasts(where, "pos_weight", pos_weight, input)
     return BinaryCrossEntropyWithLogits.apply(input, target, weight, pos_weight, reduction)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100,
+             reduce=None, reduction: str = "mean"):
+    """Negative log-likelihood of log-probabilities at class indices, as
+    ``torch.nn.functional.nll_loss``: loss = −w[t] · input[t] at each position.
+
+    ``input`` is (N, C), (C,) or (N, C, d1, ...), the classes along dim 1, and
+    ``target`` class indices (N,), () or (N, d1, ...). A target equal to
+    ``ignore_index`` adds nothing; the mean divides by Σ w[t] over the other
+    positions (their count without ``weight``), NaN when none is left.
+    """
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if input.ndim == 0:
+        raise ValueError("nll_loss: expected an input of shape (C,), (N, C) or "
+                         "(N, C, d1, ...), got a 0-dimensional tensor")
+    classes = input.shape[0 if input.ndim == 1 else 1]
+    target = _target_array(target, input)
+    expected = tuple(input.shape[:1] + input.shape[2:]) if input.ndim > 1 else ()
+    if tuple(target.shape) != expected:
+        raise ValueError(f"nll_loss: an input of shape {tuple(input.shape)} needs class "
+                         f"indices of shape {expected}, got a target of shape "
+                         f"{tuple(target.shape)}")
+    log_p, flat = _rows(input, target, classes)
+    ignored = check_class_targets(log_p.shape, flat, "nll_loss", ignore_index)
+    xp = get_backend(input.device).xp
+    kept = flat != ignore_index if ignored else xp.ones(flat.shape, bool)
+    safe = xp.where(kept, flat, 0)
+    weight = _constant("nll_loss", "weight", weight, input)
+    if weight is not None and tuple(weight.shape) != (classes,):
+        raise ValueError(f"nll_loss: weight of shape {tuple(weight.shape)} must hold one "
+                         f"number per class, shape ({classes},)")
+    w = (xp.ones(flat.shape, input.dtype) if weight is None else weight[safe]) * kept
+    losses = -log_p[xp.arange(flat.shape[0]), safe] * w
+    _check_reduction(reduction)
+    if reduction == "none":
+        return losses.reshape(target.shape)
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / w.sum()                 # 0 / 0, NaN, when every target is ignored

@@ -214,12 +214,21 @@ class BCEWithLogitsLoss(_WeightedLoss):
                                                   pos_weight=self.pos_weight)
 
 
-class NLLLoss(_Loss):
-    """Negative log-likelihood of log-probabilities (N, C) at class indices (N,):
-    -input[n, target[n]], averaged (``reduction='mean'``, the default), summed or not
-    reduced, as ``torch.nn.NLLLoss`` (see :func:`~tinynet.nn.functional.nll_loss`)."""
+class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of log-probabilities (N, C) (or (N, C, d1, ...)) at class
+    indices: −weight[t] · input[n, t], as ``torch.nn.NLLLoss`` (see
+    :func:`~tinynet.nn.functional.nll_loss`); targets equal to ``ignore_index`` add
+    nothing."""
 
-    function = staticmethod(F.nll_loss)
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        """A 0-d tensor unless ``reduction='none'`` (then one loss per position)."""
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class MSELoss(_Loss):
