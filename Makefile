@@ -8,7 +8,7 @@ export TINYNET_DATA ?= $(if $(wildcard ../shared/data/mnist),$(abspath ../shared
 # Where the experiments keep their results (gitignored).
 RUNS ?= runs
 EXPERIMENTS := experiments-sweep experiments-lstm experiments-adding experiments-convnet \
-	experiments-distributed experiments-gpt experiments-transformers
+	experiments-distributed experiments-gpt experiments-transformers experiments-xiong
 
 .PHONY: demo test lint venv bench docs clean pages experiments $(EXPERIMENTS)
 
@@ -88,11 +88,17 @@ experiments-transformers: venv
 	$(PY) examples/char_lm_sweep.py --preset lstm --out $(RUNS)/exp-lstm
 	$(PY) examples/char_lm_report.py --runs $(RUNS) --page docs/transformers.md
 
+# Xiong et al.'s gradients at initialisation and warm-up, in their encoder-decoder; resumable.
+experiments-xiong: venv
+	$(PY) examples/xiong.py --out $(RUNS)/xiong
+	$(PY) examples/xiong_report.py --runs $(RUNS) --page docs/transformers.md
+
 pages: venv
 	$(PY) examples/experiments_report.py --runs $(RUNS)
 	$(PY) examples/data_parallel_report.py $(RUNS)/dp --page docs/distributed.md --plot docs/figures/data_parallel.png
 	$(PY) examples/char_lm_report.py --runs $(RUNS) --page docs/transformers.md
 	$(PY) examples/gpt_report.py --runs $(RUNS) --page docs/transformers.md
+	$(PY) examples/xiong_report.py --runs $(RUNS) --page docs/transformers.md
 
 clean:
 	rm -rf $(VENV) runs build site *.egg-info .pytest_cache

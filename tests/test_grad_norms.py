@@ -14,8 +14,9 @@ What holds, and what does not:
   projections ``c_proj`` N(0, (0.02/√12)²)) the Post-LN gradients do **not** grow
   toward the output: the mean norm of blocks 4-5 over blocks 0-1 is 0.996-1.008
   for ``mlp.c_fc.weight`` and 0.985-1.011 for all the block's matrices together.
-  The residual branches start ~1 % of the normalized stream, so each LayerNorm's
-  Jacobian is close to a projection and nothing decays on the way down. Pre-LN's
+  The initialisation is not what keeps it flat: under Xavier's (below) it stays
+  about as flat, while the decoder of an encoder-decoder grows 3-4x
+  (examples/xiong.py, docs/transformers.md). Pre-LN's
   norms fall gently with depth: 0.856-0.886 (``c_fc``), 0.827-0.884 (matrices),
   because block l's own norm divides by the size of the residual stream it reads.
 * With Glorot (Xavier) initialisation of the block matrices, as in Vaswani et al.

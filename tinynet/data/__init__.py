@@ -18,6 +18,8 @@
 * :mod:`~tinynet.data.mnist`: ``MNIST``, ``load_mnist``, ``download_mnist``;
 * :mod:`~tinynet.data.text`: ``CharCorpus``, ``load_tinyshakespeare``: character-level
   text, its vocabulary, the 90/10 split and random (B, T) batches;
+* :mod:`~tinynet.data.transduction`: ``ReversedWords``, ``reverse_words``: Tiny
+  Shakespeare's lines and the same words in the reverse order, a sequence-to-sequence task;
 * :mod:`~tinynet.data.idx`: reading and writing MNIST's IDX files;
 * :mod:`~tinynet.data.files`: atomic writes and verified downloads.
 """
@@ -43,6 +45,7 @@ from .sampler import (
     SubsetRandomSampler,
 )
 from .text import CharCorpus, load_tinyshakespeare
+from .transduction import ReversedWords, reverse_words
 from .workers import get_worker_info
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "get_worker_info", "Subset",
@@ -50,6 +53,6 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "get_worker_info", "Su
            "DataLoader", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "BatchSampler", "DistributedSampler", "MNIST", "load_mnist",
            "download_mnist", "MNISTFormatError", "DownloadError", "ChecksumError", "read_idx",
-           "write_idx", "CharCorpus", "load_tinyshakespeare"]
+           "write_idx", "CharCorpus", "load_tinyshakespeare", "ReversedWords", "reverse_words"]
 
 __getattr__ = lacking("torch.utils.data")
