@@ -22,7 +22,7 @@ means of the ratios. The headline table is at the defaults (no thread
 settings, every core); the second runs in a child process with both libraries
 on one thread (``tinynet.set_num_threads(1)``, ``torch.set_num_threads(1)``).
 PyTorch is imported first, so that its OpenMP runtime starts with its own wait
-policy rather than the passive one tinynet's import sets (tinynet/threads.py).
+policy rather than the passive one tinynet's import sets (tinynet/runtime/threads.py).
 ``--threads N`` prints the one table at N threads; ``--only`` picks ops by name.
 """
 from __future__ import annotations

@@ -8,8 +8,8 @@ rounds go through the columns in turn, so that a slow spell of a shared
 machine hits every column. A cell is the median over rounds of each
 process's median step time, with the spread over rounds.
 
-Columns: tinynet with no settings (its default policies: tinynet/threads.py,
-tinynet/allocator.py: OpenBLAS's work runs on Numba's workers, which spin a
+Columns: tinynet with no settings (its default policies: tinynet/runtime/threads.py,
+tinynet/runtime/allocator.py: OpenBLAS's work runs on Numba's workers, which spin a
 while when idle); two thread pools, OpenBLAS's and Numba's
 (``TINYNET_SHARE_BLAS_POOL=0``), and the same with OpenBLAS's idle workers
 sleeping at once (``OPENBLAS_THREAD_TIMEOUT=4``: they spin for 2^28 cycles by

@@ -11,7 +11,12 @@ default; docs/kernels.md is the lesson):
 
 Every rung exposes ``layer_norm_forward``/``layer_norm_backward`` (and, but for
 the top rungs, ``rms_norm_forward``/``rms_norm_backward``) on 2-D (rows, H)
-arrays. ``cpu_adam`` is the CPU's fused Adam step. The backends' kernel tables
-(``tinynet.backend``) pick them up; nothing here is imported (or compiled)
-until first use.
+arrays. The other ops' kernels sit beside their specs (``cpu_adam`` and
+``reference.adam_step``...). ``tables`` says which function runs each kernel on
+each device, in one place; ``which(name)`` answers for one. Nothing here is
+imported (or compiled) by ``import tinynet``: the tables are built when a device
+is first used.
 """
+from .tables import which
+
+__all__ = ["which"]

@@ -130,7 +130,7 @@ def public_kernels(run_forward, run_backward):
     which take checked arguments (``centered`` False: RMSNorm, μ = 0).
 
     Arguments as a layer passes them are taken as they are (forward_ready,
-    backward_ready: well under a microsecond); any others are checked and
+    backward_ready: a quick check); any others are checked and
     prepared first.
     """
 

@@ -2,11 +2,11 @@
 
 Numba compiles a kernel when it is first called with new argument types, or,
 given signatures, all of them when it is defined: for four drivers and both
-float dtypes that is some 20 s on two cores before the first LayerNorm of a
-fresh install. A :class:`CompiledPerDtype` entry point compiles only the
+float dtypes that is a long wait before the first LayerNorm of a fresh
+install. A :class:`CompiledPerDtype` entry point compiles only the
 signature of the dtype it is called with, when it is first called with it.
-Both keep Numba's on-disk cache, so that later processes load them in
-milliseconds. A compile that takes longer than NOTICE_AFTER_S says once on
+Both keep Numba's on-disk cache, so that later processes load them instead
+of compiling. A compile that takes longer than NOTICE_AFTER_S says once on
 stderr what is being compiled (:func:`notice_if_slow`, :func:`first_calls_noticed`).
 """
 from __future__ import annotations

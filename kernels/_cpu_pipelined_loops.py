@@ -22,7 +22,7 @@ _REDUCTION = dict(_EXACT, fastmath={"reassoc", "nsz", "arcp"})
 # The loops over a row's columns are inlined into the loop over rows: a call
 # per row, with every array passed as a dozen words, costs as much as a short
 # row's work. (forceinline is LLVM's inliner, which keeps each function's own
-# fastmath flags; Numba's inline='always' does not, and is 2-6x slower.)
+# fastmath flags; Numba's inline='always' does not, and is much slower.)
 _ROW_LOOP = dict(_REDUCTION, forceinline=True)
 _ROW_LOOP_EXACT = dict(_EXACT, forceinline=True)
 
@@ -66,7 +66,7 @@ def shift_of(x, r, centered):
 # The loops over the columns of two rows, BLOCK columns at a time.
 # Column indices are unsigned: Numba wraps a negative index around, and for an
 # index it cannot prove non-negative (a block's start + k) that check keeps
-# LLVM from vectorizing the loop (5x slower).
+# LLVM from vectorizing the loop.
 # ----------------------------------------------------------------------------
 
 @njit(**_ROW_LOOP)

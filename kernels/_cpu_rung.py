@@ -25,12 +25,12 @@ from ._arguments import public_kernels
 __all__ = ["PARALLEL_MIN_ELEMENTS", "chunk_count", "add_chunks", "kernel_functions"]
 
 # Below this many elements the rows are looped over on one thread. Handing work
-# to the worker threads costs about 10 µs where they spin, tens where they sleep
-# (tinynet/threads.py). Timed alone on two cores, one thread was faster up to
+# to the worker threads costs time, more where they sleep than where they spin
+# (tinynet/runtime/threads.py). Timed alone on two cores, one thread was faster up to
 # about 512 K elements; inside training steps, where each pass comes after a
 # product, two were faster from 64 K: the GPT's LayerNorms (768 x 128) and GELUs
-# (768 x 512) shared out took its iteration 5 % less, while the MLP's and the
-# convnet's steps stayed within 1.5 % (iterations alternated in one process).
+# (768 x 512) shared out made its iteration faster, while the MLP's and the
+# convnet's steps hardly changed (iterations alternated in one process).
 PARALLEL_MIN_ELEMENTS = 1 << 16
 MAX_CHUNKS = 64                 # dgain/dbias partial sums: at most this many chunks,
 CHUNK_MIN_ELEMENTS = 1 << 14    # each of at least this many elements,
@@ -49,7 +49,7 @@ def chunk_count(rows, H):
 @njit(cache=True)
 def add_chunks(parts, gain_grads):
     """gain_grads = (dgain, dbias) = the chunks' sums, added in chunk order.
-    (Loops, not array expressions: Numba compiles those some 10x slower.)"""
+    (Loops, not array expressions: Numba compiles those much more slowly.)"""
     for i in range(2):
         for j in range(parts.shape[2]):
             total = parts[0, i, j]

@@ -23,8 +23,8 @@ past about 1.8·10¹⁹ per element): after its pass over the rows, each driver
 hands the rows whose sums overflowed to rung 1, which does them again
 (cpu_1_textbook.renormalize_overflowed_rows, regrade_overflowed_rows).
 
-The passes, the drivers and dgain/dbias are rung 1's; 4-7x faster than it at
-the rows of the paper's models (benchmarks/kernel_ladder.py).
+The passes, the drivers and dgain/dbias are rung 1's; several times faster
+than it at the rows of the paper's models (benchmarks/kernel_ladder.py).
 """
 from __future__ import annotations
 

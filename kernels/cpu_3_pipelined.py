@@ -20,8 +20,8 @@ instead of two, and each row's first read from memory overlaps with work on a
 row already in the cache. The sums, their order and dgain/dbias are rung 2's;
 so are the drivers' arguments, the public functions around them (_cpu_rung),
 RMSNorm (``centered`` False), and rung 1's second look at rows whose sums
-overflowed. 1.15-1.2x rung 2 at (4096, 1024), 1.1-1.2x
-at (64, 128) and (64, 512) (benchmarks/kernel_ladder.py).
+overflowed. Faster than rung 2 at (4096, 1024), (64, 128) and (64, 512)
+(benchmarks/kernel_ladder.py).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ output stops for a page fault, and the operating system zeroes the page before
 the kernel overwrites it. Here outputs of 1 MiB or more come from a pool of
 buffers (_recycling), to which an output's memory returns once no array views
 it: a training loop, which makes the same shapes every step, maps its pages
-once. 1.4-1.8x rung 3 at (32768, 256), whose 32 MiB outputs glibc's malloc
+once. Faster than rung 3 at (32768, 256), whose 32 MiB outputs glibc's malloc
 always maps (benchmarks/kernel_ladder.py); below 32 MiB, whether malloc maps
 a block depends on what the process has freed before.
 

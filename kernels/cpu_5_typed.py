@@ -2,7 +2,7 @@
 
 The idea this rung adds to rung 4 (cpu_4_recycled): less fixed cost per call.
 At the rows the paper's models run (a batch of 4 to 128 rows of 1000), a
-forward and backward take some 10-120 µs, and a few go to checking the
+forward and backward are short, and part of their time goes to checking the
 arguments in Python before the compiled code starts (_arguments.forward_ready,
 backward_ready) and to allocating the scratch sums of dgain and dbias there.
 
@@ -12,10 +12,10 @@ dispatcher, which matches the types of the arguments anyway, is the type
 check; the drivers check the shapes (and eps) themselves, in compiled code,
 and allocate their scratch sums there. Arguments are checked in Python only
 when a driver refuses them (_run). The loops are rung 3's and the outputs
-rung 4's; there is no RMSNorm of its own (the ladder gives rung 4's). 1.1-1.4x
-rung 4 at (4, 1000), 1.3x at (64, 128), 1.1-1.2x at (64, 512)
-(benchmarks/kernel_ladder.py). (Numba's on-disk cache checks only this file
-for the drivers: after editing cpu_3_pipelined.py, touch this one.)
+rung 4's; there is no RMSNorm of its own (the ladder gives rung 4's). Faster
+than rung 4 at (4, 1000), (64, 128) and (64, 512) (benchmarks/kernel_ladder.py).
+(Numba's on-disk cache checks only this file for the drivers: after editing
+cpu_3_pipelined.py, touch this one.)
 """
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ def _run(driver, *arguments) -> bool:
     The drivers take only the types they were compiled for, and only arrays
     whose shapes fit together, with eps ≥ 0: anything else is refused before a
     driver has written anything. But a refusal by Numba's dispatcher costs far
-    more than a check (it takes 100-250 µs to explain one), so _forward and
+    more than a check (it builds a message that explains one), so _forward and
     _backward look for the likely ones first: a missing gain or bias, and x or
     dy a view that is not C-contiguous.
     """

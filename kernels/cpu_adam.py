@@ -29,7 +29,7 @@ def _adam_element(i, param, grad, exp_avg, exp_avg_sq, constants):
     v = beta2 * exp_avg_sq[i] + one_minus_beta2 * g * g
     # Flush subnormal moments to zero. A weight whose gradient is always 0 (an
     # MNIST border pixel) has m decaying by β₁ per step through the subnormal
-    # range, where x86 arithmetic is ~15x slower; such an m moves the weight by
+    # range, where x86 arithmetic is much slower; such an m moves the weight by
     # less than 1e-30.
     exp_avg[i] = m if abs(m) >= tiny else m * 0
     exp_avg_sq[i] = v if v >= tiny else v * 0

@@ -22,7 +22,7 @@ lie apart, as a GPT's q, k and v do in the projection they are views of.
 For float32 q, k and v of the same (batch, heads), rows contiguous, with no mask
 or one of the scores' (L, S) shape, on an OpenBLAS that has those kernels. For
 anything else these return None, and the node's own batched products run (they
-are the spec). The GPT's training iteration (the cpu recipe) took 7–9 % less
+are the spec). The GPT's training iteration (the cpu recipe) took less time
 with this kernel than with the products, timed alternately in one process.
 """
 from __future__ import annotations

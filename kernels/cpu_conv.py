@@ -25,7 +25,7 @@ into vector code at stride 1:
 * **swap_leading_axes**, a task per sample: the product's (O, N, P) result
   copied into the output's (N, O, P) layout with the bias added in the same
   pass (NumPy's transposed copy and broadcast add are two passes on one
-  thread, 5x slower); without a bias, the output's gradient back.
+  thread, much slower); without a bias, the output's gradient back.
 
 2-D convolutions of float32 and float64 NumPy arrays are compiled; others go
 to the reference. Inputs below _cpu_rung.PARALLEL_MIN_ELEMENTS run on one
@@ -57,7 +57,7 @@ def _inside(shift, step, length, out):
 
 # The arrays are passed flat, their shapes beside them, and every index is made
 # unsigned (_AT) where it is used: an index that may be negative makes Numba
-# wrap it around, and the loop is no longer vectorized (7x slower). A view per
+# wrap it around, and the loop is no longer vectorized. A view per
 # row (x[n, c, h]) would cost more than the row's 14 values.
 _AT = np.uint64
 

@@ -2,24 +2,24 @@
 ``gelu_backward`` as compiled loops, one pass over memory each.
 
 The reference makes four NumPy passes forward and seven backward, and its
-erf is the C library's, one call per element that no compiler vectorizes
-(about 6 ns each here). Two ideas:
+erf is the C library's, one call per element that no compiler vectorizes.
+Two ideas:
 
 * **one loop per direction**, so that each element is read and written once
   (the forward keeps Φ(x) for the backward, as the reference does), shared out
   over Numba's threads from _cpu_rung.PARALLEL_MIN_ELEMENTS elements. The
   backward reads x and Φ(x) and recomputes φ(x): keeping the whole slope
   Φ(x) + x φ(x) instead would save it one read, but the exp then in the forward
-  costs more than that read (a forward and backward on (768, 512) float32,
-  0.28–0.32 ms as here against 0.30–0.36 ms);
+  costs more than that read (timed on a forward and backward of (768, 512)
+  float32);
 * **a vectorizable erf for float32.** erf(x) ≈ x P(x²) / Q(x²), a rational
   function of degree 13 / 8 on [−4, 4] (beyond, erf = ±1 in float32): nothing
   but multiplies, adds and one divide, which the compiler turns into SIMD
   code. The coefficients are Eigen's ``generic_fast_erf_float``, evaluated in
   float32 as Eigen does, eight lanes at a time: within 4.2e-7 of erf (at most
   7 float32 ulp). In float64 arithmetic it would be good to 6.5e-8, but the
-  float64 divide runs at a quarter of the speed and made the forward 3.5 times
-  slower. The GELU it gives is within 1e-6 of the float64 GELU, closer than
+  float64 divide runs at a fraction of the speed and made the forward several
+  times slower. The GELU it gives is within 1e-6 of the float64 GELU, closer than
   PyTorch's own float32 GELU on the CPU (1.01e-6 on the same points of [−8, 8]).
   float64 keeps the C library's erf, exact to the last bits, which the
   float64 comparisons with PyTorch rely on.

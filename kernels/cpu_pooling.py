@@ -18,7 +18,7 @@ The rule is applied without a branch (a select, :func:`_wins`): the winner of
 random data is unpredictable, and a mispredicted branch costs more than the
 whole comparison. The common case, 2×2 windows at stride 2 inside the input,
 has loops of its own with the four taps unrolled, which the compiler turns
-into vector code along the rows (some 8x faster than the general loop); its
+into vector code along the rows (much faster than the general loop); its
 backward writes every element of a row, the winner's gradient or 0, in order.
 
 The loops serve 1-D and 2-D pooling (1-D is 2-D with one row) of float32 and

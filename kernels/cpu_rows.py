@@ -3,16 +3,16 @@ CPU: compiled loops over the rows of the last axis, in float32.
 
 NumPy's softmax is five passes over the array (max, subtract, exp, sum,
 divide), each allocating a temporary, and its max and sum along a short last
-axis (65 classes, 64 keys) cost about three passes each. Here there are three
+axis (65 classes, 64 keys) cost several passes each. Here there are three
 compiled passes, each writing in place: every row's maximum, then
 e^(x − max) by :func:`~tinynet.kernels.cpu_pointwise.exp32` (vectorized), then
 each row's sum and the division. The arrays of a GPT step (200–800 KB) stay
 in the cache between passes, and the compiler vectorizes each short pass
-better than one loop doing all three for a row (a softmax over
-(12, 4, 64, 64) took 113 µs that way, 78 µs this way). A row's sum is a function
-of its own, compiled with ``reassoc``, which lets the compiler add in SIMD lanes
-(about 3x faster than one running sum); the loops that call it are not, so that
-the exponential's range reduction keeps its order. The compiler does not
+better than one loop doing all three for a row (timed on a softmax over
+(12, 4, 64, 64)). A row's sum is a function of its own, compiled with
+``reassoc``, which lets the compiler add in SIMD lanes (faster than one
+running sum); the loops that call it are not, so that the exponential's range
+reduction keeps its order. The compiler does not
 vectorize a running maximum at all: it is kept in eight running maxima.
 
 As for the activations (kernels/cpu_pointwise.py), float64, other axes and
@@ -248,7 +248,7 @@ def sum_last_axis_backward(grad, size):
 
 def add_bias(out, bias):
     """``out += bias`` along the last axis, in place: NumPy's broadcast add runs
-    2-3x slower on a Linear's (768, 128…512) outputs."""
+    slower on a Linear's (768, 128…512) outputs."""
     if not (compiled(out) and out.ndim > 0 and type(bias) is np.ndarray
             and bias.shape == out.shape[-1:] and bias.dtype == _F):
         return reference.add_bias(out, bias)

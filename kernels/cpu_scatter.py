@@ -4,8 +4,8 @@
 The reference sorts the rows (stably) and sums each run of equal rows with
 NumPy's ``add.reduceat``. That is exact but slow on a GPT's shapes: 768 token
 rows of 128 values into 65 embeddings, 8,320 runs-by-columns, each a call of
-NumPy's inner loop over a dozen numbers spread across memory (90 µs of the
-reference's 120). Here the same sorted runs are summed by one compiled loop,
+NumPy's inner loop over a dozen numbers spread across memory (most of the
+reference's time). Here the same sorted runs are summed by one compiled loop,
 a row of 128 values at a time.
 
 The float sums must come out as the reference's, bit for bit: the GPT's

@@ -3,14 +3,14 @@ and ``attention_softmax_backward`` as compiled loops over the rows of the scores
 
 The reference makes eight NumPy passes forward and four backward over the
 (batch, heads, L, S) scores, and NumPy's max and sum along a short last axis
-(S = 64 keys) cost about three times a pass each. Here a row is read while it
-is in the cache: the scale, the mask and the row's maximum in one loop, NumPy's
+(S = 64 keys) cost several passes each. Here a row is read while it is in
+the cache: the scale, the mask and the row's maximum in one loop, NumPy's
 (vectorized) exp in place, then the sum and the division in a second loop; in
 float32 the same three steps as three passes over the scores with
 cpu_pointwise.exp32, which the compiler vectorizes better than one loop doing
-all three for a row (116 µs instead of 193 on the GPT's (12, 4, 64, 64)). The
-backward is one loop. A mask of the scores' (L, S) shape, such as the causal
-one, is added row by row; any other is added by NumPy first.
+all three for a row (timed on the GPT's (12, 4, 64, 64)). The backward is
+one loop. A mask of the scores' (L, S) shape, such as the causal one, is
+added row by row; any other is added by NumPy first.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from .cpu_rows import as_rows, row_max, row_sum
 __all__ = ["attention_softmax_forward", "attention_softmax_backward"]
 
 _OPTIONS = dict(cache=True, error_model="numpy")
-# The row sums may be reordered (``reassoc``), so that LLVM vectorizes them: 4x faster.
+# The row sums may be reordered (``reassoc``), so that LLVM vectorizes them.
 _SUMS = dict(_OPTIONS, fastmath={"reassoc", "nsz"})
 
 

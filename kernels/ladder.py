@@ -10,15 +10,17 @@ Every rung is a module with the calling convention of :mod:`reference`::
 and is tested against the reference on the same cases. A rung adds one idea to
 the rung below it; where it does not implement a kernel, the rung below's is
 used. The backends run the DEFAULT rung of their device (the simplest one whose
-training step is within 5 % of the fastest's: ``benchmarks/kernel_ladder.py``,
+training step is about as fast as the fastest's: ``benchmarks/kernel_ladder.py``,
 ``benchmarks/train_step.py``); ``tinynet.use_kernels(name)`` or
 ``TINYNET_KERNELS=name`` picks another, for study and A/B comparison.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
-__all__ = ["Rung", "LADDERS", "DEFAULT", "NORM_KERNELS", "rung_names", "kernel_target"]
+__all__ = ["Rung", "LADDERS", "DEFAULT", "NORM_KERNELS", "rung_names", "kernel_target",
+           "kernel_function"]
 
 NORM_KERNELS = ("layer_norm_forward", "layer_norm_backward", "rms_norm_forward",
                 "rms_norm_backward")
@@ -87,3 +89,9 @@ def kernel_target(device: str, rung_name: str, kernel: str) -> str:
         if kernel in rung.kernels:
             return rung.target(kernel)
     raise ValueError(f"no rung of {device} up to {rung_name!r} has a kernel {kernel!r}")
+
+
+def kernel_function(device: str, rung_name: str, kernel: str):
+    """The function :func:`kernel_target` names, imported."""
+    module, _, function = kernel_target(device, rung_name, kernel).partition(":")
+    return getattr(importlib.import_module(module), function)

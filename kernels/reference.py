@@ -283,7 +283,7 @@ def relu_forward(x):
     """max(x, 0), NaN where x is NaN."""
     xp = get_array_module(x)
     y = xp.zeros_like(x)
-    return xp.maximum(x, y, out=y)      # NumPy's loop against a scalar 0 is 3x slower
+    return xp.maximum(x, y, out=y)      # NumPy's loop against a scalar 0 is slower
 
 
 def relu_backward(grad, y):

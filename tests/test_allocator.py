@@ -1,4 +1,4 @@
-"""The allocator policy (tinynet/allocator.py), checked where users meet it: a fresh
+"""The allocator policy (tinynet/runtime/allocator.py), checked where users meet it: a fresh
 process with a clean environment, then with the user's own malloc settings. The
 probe asks where a freshly allocated 24 MiB array lives: inside the heap (the
 policy: kept there when freed) or in a mapping of its own (glibc's default for

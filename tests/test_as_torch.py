@@ -190,6 +190,9 @@ def test_randint_and_randperm():
     assert a.shape == (3, 4) and a.dtype == np.int64 and 0 <= a.min().item() <= a.max().item() < 5
     np.testing.assert_array_equal(b.numpy(), c.numpy())
     assert set(np.unique(b.numpy())) == {-2, -1, 0, 1}
+    d = tinynet.randint(3, size=(500,))                  # randint(high, size=...)
+    assert d.shape == (500,) and set(np.unique(d.numpy())) == {0, 1, 2}
+    assert tinynet.empty(2, device=None).device == tinynet.device("cpu")  # the default
     p = tinynet.randperm(10, generator=tinynet.Generator().manual_seed(1))
     np.testing.assert_array_equal(np.sort(p.numpy()), np.arange(10))
     r1 = tinynet.rand(4, generator=tinynet.Generator().manual_seed(2))
@@ -290,7 +293,9 @@ def test_inference_mode():
     assert tinynet.is_grad_enabled()
 
 
-def test_torchvisions_mnist_and_transforms(tmp_path):
+def test_torchvisions_mnist_and_transforms(tmp_path, monkeypatch):
+    monkeypatch.setenv("TINYNET_DATA", str(tmp_path / "no data"))    # only root's files
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     raw = tmp_path / "MNIST" / "raw"
     raw.mkdir(parents=True)
     for name in TEST_FILES:
@@ -342,3 +347,28 @@ def test_the_example_pytorch_program_trains_on_tinynet(tmp_path):
                               timeout=300)
         assert cuda.returncode != 0
         assert "torch.cuda.is_available() is False here" in cuda.stderr
+
+
+def test_torchvisions_make_grid_and_save_image_write_the_grid_as_a_png(tmp_path):
+    import struct
+    import zlib
+
+    from tinynet.as_torch import torchvision as tv
+    images = tinynet.tensor(np.linspace(0, 1, 3 * 4).reshape(3, 1, 2, 2).astype(np.float32))
+    grid = tv.utils.make_grid(images, nrow=2, padding=1, pad_value=0.5).numpy()
+    assert grid.shape == (3, 2 * 3 + 1, 2 * 3 + 1)                 # 2 rows of 2 cells
+    np.testing.assert_array_equal(grid[0, 1:3, 4:6], images.numpy()[1, 0])
+    np.testing.assert_array_equal(grid[2, 4:6, 1:3], images.numpy()[2, 0])
+    assert grid[1, 0, 0] == 0.5 and np.all(grid[:, 4:6, 4:6] == 0.5)  # padding, empty cell
+    tv.utils.save_image(images, tmp_path / "grid.png", nrow=2, padding=1)
+    png = (tmp_path / "grid.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    width, height, depth, color = struct.unpack(">IIBB", png[16:26])
+    assert (width, height, depth, color) == (7, 7, 8, 2)
+    start = png.index(b"IDAT")
+    length = struct.unpack(">I", png[start - 4:start])[0]
+    rows = np.frombuffer(zlib.decompress(png[start + 4:start + 4 + length]), np.uint8)
+    pixels = rows.reshape(7, 1 + 7 * 3)[:, 1:].reshape(7, 7, 3)
+    expected = np.clip(tv.utils.make_grid(images, nrow=2, padding=1).numpy() * 255 + 0.5,
+                       0, 255).astype(np.uint8).transpose(1, 2, 0)
+    np.testing.assert_array_equal(pixels, expected)

@@ -22,7 +22,7 @@ def products_only():
         table.attention_heads_forward = lambda *arguments: None
         table.attention_heads_backward = lambda *arguments: None
     yield without_heads
-    table.forget()
+    table.rebuild()
 
 
 def attention_and_grads(make_inputs, **options):
@@ -148,4 +148,4 @@ def test_dropout_and_a_mask_that_learns_keep_to_the_products():
         F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
         assert calls == ["forward"] and mask.grad is not None
     finally:
-        table.forget()
+        table.rebuild()

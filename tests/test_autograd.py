@@ -179,3 +179,22 @@ def test_dims_of_a_0d_tensor_work_as_in_pytorch(name):
     np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-15)
     np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-15)
     assert a.max(0).indices.item() == a.argmax(0).item() == 0
+
+
+def test_the_cores_chain_rule_on_a_diamond_with_several_outputs():
+    """core.chain_rule alone: fan-out, broadcasting, a two-output op (split), a leaf
+    that needs no gradient; the engine's .grad agrees."""
+    rng = np.random.default_rng(0)
+    x = tinynet.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    b = tinynet.tensor(rng.standard_normal(3), requires_grad=True)
+    c = tinynet.tensor(rng.standard_normal((4, 3)))                # no gradient wanted
+    h = (x * b + c).tanh()
+    top, bottom = h.split(2, dim=0)
+    loss = (top * x[:2]).sum() + (bottom.exp() * b).sum()
+    grads = tinynet.autograd.chain_rule(loss)
+    assert set(grads) == {x, b}
+    loss.backward()
+    np.testing.assert_array_equal(grads[x], x.grad.numpy())
+    np.testing.assert_array_equal(grads[b], b.grad.numpy())
+    (root, ones), = tinynet.autograd.chain_rule(b).items()         # a leaf as the root
+    assert root is b and np.array_equal(ones, np.ones(3))

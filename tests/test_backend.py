@@ -33,7 +33,7 @@ def test_missing_cupy_is_named(monkeypatch):
 
 
 def test_kernel_table_lookup_register_and_reference_switch():
-    table = backend.KernelTable("cpu", {})
+    table = backend.KernelTable("cpu")
     table.register("layer_norm_forward", lambda *a: "fast")
     assert table.layer_norm_forward() == "fast"
     with tinynet.use_reference_kernels():
@@ -51,7 +51,7 @@ def test_the_default_rung_and_a_chosen_one():
     def kernel(rung, name):
         return getattr(importlib.import_module(rung.module), name)
 
-    table = backend.KernelTable("cpu", {"adam_step": "tinynet.kernels.cpu_adam:adam_step"})
+    table = backend.KernelTable("cpu")
     rungs = {r.name: r for r in ladder.LADDERS["cpu"]}
     assert table.layer_norm_forward is kernel(rungs[ladder.DEFAULT["cpu"]], "layer_norm_forward")
     for rung in ladder.LADDERS["cpu"]:
@@ -69,7 +69,7 @@ def test_an_unknown_rung_is_named():
     with pytest.raises(ValueError, match="unknown kernel rung 'fastest'.*cpu: reference"):
         with tinynet.use_kernels("fastest"):
             pass
-    table = backend.KernelTable("cuda", {})
+    table = backend.KernelTable("cuda")
     with tinynet.use_kernels("textbook"):
         with pytest.raises(ValueError, match="no kernel rung 'textbook' on cuda"):
             table.layer_norm_forward

@@ -276,14 +276,14 @@ def test_float32_cross_entropy_matches_torch():
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=2e-5, atol=1e-8)
 
 
-@pytest.mark.parametrize("name", sorted(tinynet.backend.FUSED_KERNELS))
+@pytest.mark.parametrize("name", sorted(tinynet.kernels.tables.spec_kernels()))
 def test_the_cpu_table_runs_the_compiled_kernels_and_the_reference_rung_the_spec(name):
-    import importlib
-    cpu, spec = tinynet.backend.FUSED_KERNELS[name]
+    from tinynet.kernels import tables
+    compiled, specs = tables.compiled_cpu_kernels(), tables.spec_kernels()
     table = tinynet.backend.get_backend("cpu").kernels
-    for _ in range(2):                  # the second lookup finds the kept attribute
-        assert getattr(table, name) is getattr(
-            importlib.import_module(f"tinynet.kernels.{cpu}"), name)
-        with tinynet.use_kernels("reference"):
-            assert getattr(table, name) is getattr(
-                importlib.import_module(f"tinynet.kernels.{spec}"), name)
+    expected = compiled[name]
+    assert getattr(table, name) is expected is tinynet.kernels.which(name)
+    assert expected.__module__.startswith("tinynet.kernels.cpu_")
+    with tinynet.use_kernels("reference"):
+        assert getattr(table, name) is specs[name] is tinynet.kernels.which(name)
+    assert getattr(table, name) is expected

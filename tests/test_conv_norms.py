@@ -460,7 +460,7 @@ def test_group_norm_op_on_the_cuda_rungs_matches_the_reference(rung, monkeypatch
     case = ((2, 4, 3, 1), 2)
     with tinynet.use_kernels("reference"):
         expected = group_norm_results(*case, np.float64)
-    cuda_table = KernelTable("cuda", {})
+    cuda_table = KernelTable("cuda")
     monkeypatch.setattr(norm_ops, "kernels_for", lambda array: cuda_table)
     with tinynet.use_kernels(rung.name):
         module, _, name = ladder.kernel_target("cuda", rung.name,

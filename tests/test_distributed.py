@@ -127,7 +127,7 @@ def test_ranks_on_one_machine_share_its_cores_unless_the_user_says(user_setting)
     import os
     import subprocess
 
-    from tinynet.threads import THREAD_COUNT_VARIABLES
+    from tinynet.runtime.threads import THREAD_COUNT_VARIABLES
 
     from mpi_launch import REPO_ROOT, find_mpiexec
     env = {k: v for k, v in os.environ.items() if k not in THREAD_COUNT_VARIABLES}

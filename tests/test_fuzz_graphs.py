@@ -142,3 +142,24 @@ def test_zero_d_leaf_with_fan_out():
     np.testing.assert_allclose(ours_y, 12 * (1 + 2 * 0.7), rtol=1e-12)
     np.testing.assert_allclose(ours_y, ref_y, rtol=1e-12)
     np.testing.assert_allclose(ours_x, ref_x, rtol=1e-12)
+
+
+@settings(FUZZ, max_examples=150)
+@given(graphs())
+def test_the_cores_chain_rule_gives_the_engines_gradients(graph):
+    """autograd/core.py's chain_rule alone, without the engine's extras (hooks,
+    version checks, in-place sums, early delivery), on the same random graphs."""
+    leaves = [tinynet.tensor(x, requires_grad=True) for x in graph.leaves]
+    nodes = list(leaves)
+    for step in graph.steps:
+        nodes.append(step.run(tinynet, nodes))
+    loss = sum((nodes[i] * tinynet.tensor(w)).sum()
+               for i, w in zip(graph.outputs, graph.weights, strict=True))
+    core = tinynet.autograd.chain_rule(loss)
+    loss.backward()
+    for i, leaf in enumerate(leaves):
+        if leaf.grad is None:
+            assert leaf not in core, f"leaf v{i}"
+        else:
+            np.testing.assert_allclose(core[leaf], leaf.grad.numpy(), rtol=1e-12, atol=1e-12,
+                                       err_msg=f"grad of leaf v{i}")

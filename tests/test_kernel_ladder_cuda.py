@@ -107,7 +107,7 @@ def test_a_rung_is_chosen_by_name_on_its_device_only():
     (the nearest rung below that has one); the CPU has no such rung."""
     from tinynet.backend import KernelTable
     from tinynet.kernels import cuda_2_warp, cuda_4_vectors
-    on_cuda, on_cpu = KernelTable("cuda", {}), KernelTable("cpu", {})
+    on_cuda, on_cpu = KernelTable("cuda"), KernelTable("cpu")
     with tinynet.use_kernels("vectors"):
         assert on_cuda.layer_norm_forward is cuda_4_vectors.layer_norm_forward
         assert on_cuda.layer_norm_backward is cuda_4_vectors.layer_norm_backward
@@ -124,7 +124,7 @@ def test_the_environment_variable_chooses_a_rung_for_the_process():
     import subprocess
     import sys
     code = ("from tinynet.backend import KernelTable\n"
-            "print(KernelTable('cuda', {}).layer_norm_forward.__module__)\n")
+            "print(KernelTable('cuda').layer_norm_forward.__module__)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=dict(os.environ, TINYNET_KERNELS="vectors"), timeout=120)
     assert result.stdout.strip() == "tinynet.kernels.cuda_4_vectors", result.stderr[-2000:]

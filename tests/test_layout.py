@@ -7,7 +7,7 @@ import pytest
 import tinynet
 from tinynet.kernels import cpu_attention
 from tinynet.nn import functional as F
-from tinynet.ops import layout, shape
+from tinynet.ops import joining, layout
 
 
 def projection_views(batch=2, steps=5, heads=3, width=4):
@@ -81,12 +81,12 @@ def test_the_gpt_split_copies_nothing_in_its_backward(monkeypatch):
         return projection.grad.numpy()
 
     copies = []
-    real_empty = shape.empty_in_layout
-    monkeypatch.setattr(shape, "empty_in_layout",
+    real_empty = joining.empty_in_layout
+    monkeypatch.setattr(joining, "empty_in_layout",
                         lambda *arguments: copies.append(1) or real_empty(*arguments))
     joined = projection_grad()
     assert copies == []
-    monkeypatch.setattr(shape, "joined_slices", lambda slices, axis: None)
+    monkeypatch.setattr(joining, "joined_slices", lambda slices, axis: None)
     copied = projection_grad()
     assert len(copies) == 1
     np.testing.assert_array_equal(joined, copied)

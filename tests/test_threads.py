@@ -1,4 +1,4 @@
-"""The thread policy (tinynet/threads.py), checked where users meet it: a fresh
+"""The thread policy (tinynet/runtime/threads.py), checked where users meet it: a fresh
 process with a clean environment, then with the user's own settings."""
 import json
 import os
@@ -24,7 +24,8 @@ import json, os
 import numpy as np
 import tinynet
 tinynet.nn.functional.gelu(tinynet.ones(4))     # the first compiled kernel starts Numba's pool
-from tinynet.kernels import cpu_adam, cpu_blas_pool
+from tinynet.kernels import cpu_adam
+from tinynet.runtime import blas_pool as cpu_blas_pool
 report = {"policy": os.environ.get("OMP_WAIT_POLICY"), "threads": tinynet.get_num_threads()}
 p = np.zeros(1 << 20, np.float32)
 g, m, v = np.ones_like(p), np.zeros_like(p), np.zeros_like(p)
@@ -121,9 +122,9 @@ def test_set_num_threads_refuses_what_is_not_a_count(bad, error):
         tinynet.set_num_threads(bad)
 
 
-# The shared pool (kernels/cpu_blas_pool.py): OpenBLAS's work on Numba's workers.
+# The shared pool (tinynet/runtime/blas_pool.py): OpenBLAS's work on Numba's workers.
 def shared_pool():
-    from tinynet.kernels import cpu_blas_pool
+    from tinynet.runtime import blas_pool as cpu_blas_pool
     tinynet.nn.functional.gelu(tinynet.ones(4))      # the first compiled kernel joins the pools
     if not cpu_blas_pool.joined():
         pytest.skip("OpenBLAS's work does not run on Numba's pool here")
@@ -169,7 +170,7 @@ def test_products_from_several_python_threads_at_once():
 
 POOL_PROBE = """
 import json, os, numpy as np, numba, tinynet
-from tinynet.kernels import cpu_blas_pool
+from tinynet.runtime import blas_pool as cpu_blas_pool
 tinynet.nn.functional.gelu(tinynet.ones(4))
 a = np.random.default_rng(0).random((512, 512), dtype=np.float32)
 report = {"joined": cpu_blas_pool.joined()}

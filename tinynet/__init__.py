@@ -6,17 +6,17 @@ Its subject is Layer Normalization (Ba, Kiros & Hinton, 2016). The pieces:
 * :mod:`tinynet.ops`: every differentiable operation, one Function each;
 * :mod:`tinynet.backend`: NumPy on the CPU, CuPy on the GPU, kernel tables;
 * :mod:`tinynet.kernels`: the LayerNorm kernels (NumPy reference, Numba CPU/CUDA);
-* :mod:`tinynet.threads`: how many threads the computations use, and how idle ones wait;
-* :mod:`tinynet.allocator`: freed arrays' memory kept for the next step (glibc);
+* :mod:`tinynet.runtime`: threads, the shared BLAS pool, the allocator's policy (a reader
+  of the framework can skip it; ``tinynet.threads`` is its thread settings);
 * :mod:`tinynet.distributed`: torch.distributed's collectives over MPI (mpi4py is
   imported when a program joins a process group, not here);
 * :mod:`tinynet.viz`: the autograd graph as Graphviz DOT text or a picture (the
   graphviz package is imported when a picture is drawn, not here).
 """
-from . import allocator, threads
+from . import runtime
+from .runtime import allocator, threads
 
-threads.apply_wait_policy()    # before any OpenMP runtime loads (see threads.py)
-allocator.apply_allocator_policy()
+runtime.configure()            # before any OpenMP runtime loads (runtime/threads.py)
 
 from . import backend
 from .tensor import Tensor  # first: tensor.py completes the autograd <-> ops cycle
@@ -89,6 +89,7 @@ from .ops import (
     bitwise_not,
     bitwise_or,
     bitwise_xor,
+    bmm,
     cat,
     ceil,
     chunk,
@@ -105,11 +106,13 @@ from .ops import (
     diag,
     diagonal,
     div,
+    dot,
     einsum,
     eq,
     equal,
     erf,
     exp,
+    expm1,
     flatten,
     flip,
     floor,
@@ -122,6 +125,9 @@ from .ops import (
     le,
     lerp,
     log,
+    log1p,
+    log2,
+    log10,
     log_softmax,
     logcumsumexp,
     logsumexp,
@@ -133,12 +139,15 @@ from .ops import (
     mean,
     min,
     minimum,
+    mm,
     mul,
     multinomial,
+    mv,
     narrow,
     ne,
     neg,
     nonzero,
+    outer,
     permute,
     pow,
     prod,
@@ -177,8 +186,8 @@ from .ops import (
     var_mean,
     where,
 )
+from .runtime.threads import get_num_threads, set_num_threads
 from .serialization import CheckpointError, load, save
-from .threads import get_num_threads, set_num_threads
 
 __all__ = [
     # modules
@@ -197,12 +206,14 @@ __all__ = [
     # ops
     "abs", "argmax", "argmin", "cat", "chunk", "clamp", "clip", "concatenate", "exp", "flatten",
     "log", "log_softmax", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum",
+    "mm", "bmm", "mv", "dot", "outer",
     "permute", "relu", "reshape", "sigmoid", "softmax", "split", "sqrt", "squeeze", "stack",
     "std", "sum", "tanh", "transpose", "unbind", "unsqueeze", "var", "where",
     "gather", "sort", "topk", "tril", "triu", "multinomial", "randint", "randperm", "Generator",
     "erf",
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-    "rsqrt", "floor", "ceil", "round", "trunc", "lerp", "isclose", "prod", "any", "all",
+    "rsqrt", "log1p", "expm1", "log2", "log10", "floor", "ceil", "round", "trunc", "lerp",
+    "isclose", "prod", "any", "all",
     "floor_divide", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     "roll", "flip", "diagonal", "diag", "unflatten", "index_select", "repeat_interleave",
     "masked_select", "nonzero", "argsort", "cumsum", "cumprod", "cummax", "cummin",

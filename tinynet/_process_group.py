@@ -13,7 +13,7 @@ import importlib.util
 import sys
 import traceback
 
-from . import threads
+from .runtime import threads
 
 __all__ = ["ProcessGroupStateError", "is_available", "init_process_group", "is_initialized",
            "destroy_process_group", "get_rank", "get_world_size", "get_backend",

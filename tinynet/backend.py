@@ -15,13 +15,12 @@ says which one is missing.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import weakref
 
 import numpy as np
 
-from . import threads
+from .runtime import threads
 
 __all__ = [
     "Backend", "get_backend", "get_array_module", "device_of", "as_numpy", "scatter_add",
@@ -115,7 +114,9 @@ def add_rows(target, rows, values) -> None:
 
 
 def _parse_device(device) -> str:
-    name = str(device)
+    """"cpu" or "cuda" for a device's name or ``tinynet.device``; None is the default
+    device, the CPU (as PyTorch's ``device=None``)."""
+    name = "cpu" if device is None else str(device)
     if name == "cpu":
         return "cpu"
     if name == "cuda" or name.startswith("cuda:"):
@@ -128,36 +129,6 @@ def _parse_device(device) -> str:
 # ----------------------------------------------------------------------------
 
 _KERNELS_ENV = "TINYNET_KERNELS"
-_COMPILED_CPU_KERNELS = "tinynet.kernels.cpu_"   # the Numba modules
-
-
-def _kernels(cpu_module, spec_module, *names):
-    return {name: (cpu_module, spec_module) for name in names}
-
-
-# The kernels beside the norms' ladder: name -> (CPU module, spec module), both in
-# tinynet.kernels. The CPU's table runs the first; the CUDA table and
-# use_kernels("reference") run the second, plain NumPy/CuPy array code.
-FUSED_KERNELS = {
-    **_kernels("cpu_adam", "reference", "adam_step"),
-    **_kernels("cpu_gelu", "reference", "gelu_forward", "gelu_backward"),
-    **_kernels("cpu_softmax", "reference", "attention_softmax_forward",
-               "attention_softmax_backward"),
-    **_kernels("cpu_attention", "reference", "attention_heads_forward",
-               "attention_heads_backward"),
-    **_kernels("cpu_pointwise", "reference", "sigmoid_forward", "sigmoid_backward",
-               "silu_forward", "silu_backward", "tanh_backward", "relu_forward",
-               "relu_backward", "gelu_tanh_forward", "gelu_tanh_backward"),
-    **_kernels("cpu_rows", "reference", "softmax_forward", "softmax_backward",
-               "log_softmax_forward", "log_softmax_backward", "cross_entropy_forward",
-               "cross_entropy_backward", "sum_last_axis", "sum_last_axis_backward",
-               "add_bias"),
-    **_kernels("cpu_scatter", "reference", "add_rows"),
-    **_kernels("cpu_pooling", "reference_pooling", "max_pool_forward", "max_pool_backward"),
-    **_kernels("cpu_batch_norm", "reference_batch_norm", "batch_norm_statistics",
-               "batch_norm_forward", "batch_norm_backward"),
-    **_kernels("cpu_conv", "reference_conv", "im2col", "col2im", "swap_leading_axes"),
-}
 _chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's default
 
 
@@ -187,22 +158,23 @@ def use_kernels(rung):
             y = layer_norm(x)
 
     The environment variable ``TINYNET_KERNELS=name`` does the same for a whole
-    process. "reference" also runs the optimizers' reference update.
+    process. "reference" also runs every other kernel's spec (the optimizers'
+    update, the activations...). The kernel tables are built again on entry and exit.
     """
     global _chosen_rung
     previous = _chosen_rung
     _chosen_rung = _check_rung(rung)
-    _forget_lookups()
+    _rebuild_tables()
     try:
         yield
     finally:
         _chosen_rung = previous
-        _forget_lookups()
+        _rebuild_tables()
 
 
-def _forget_lookups():
+def _rebuild_tables():
     for table in list(KernelTable.tables):
-        table.forget()
+        table.rebuild()
 
 
 def use_reference_kernels(enabled: bool = True):
@@ -211,75 +183,53 @@ def use_reference_kernels(enabled: bool = True):
 
 
 class KernelTable:
-    """The fused kernels of one device, looked up by name on first use.
+    """The kernels of one device, each an attribute: ``table.layer_norm_forward`` is the
+    function that runs (``tinynet.kernels.tables.build`` says which, in one place).
 
-    The normalization kernels come from the device's kernel ladder: the rung
-    chosen by :func:`use_kernels`, else the device's default. The others (the
-    Adam update, the activations, the softmaxes, the convnet's) come from
-    ``entries``, a map of name to ``"module:function"`` (FUSED_KERNELS), and so
-    does a kernel plugged in with :meth:`register` when no rung is chosen; under
-    ``use_kernels("reference")`` they come from their spec module. Modules are
-    imported on first use, so that ``import tinynet`` compiles nothing. A kernel
-    found with no rung chosen is kept as an attribute of the table, so that
-    later lookups cost what any attribute does.
+    Built when the device's backend is made, and again by :func:`use_kernels`; a
+    lookup is a plain attribute read. A kernel plugged in with :meth:`register`
+    replaces the built one while no rung is chosen.
     """
 
-    tables = weakref.WeakSet()      # every table, for use_kernels to reset
+    tables = weakref.WeakSet()      # every table, for use_kernels to rebuild
 
-    def __init__(self, device: str, entries: dict[str, str]):
+    def __init__(self, device: str):
         self._device = device
-        self._entries = dict(entries)
-        self._loaded: dict[tuple, object] = {}
+        self._registered = {}
+        self._missing_rung = None
         KernelTable.tables.add(self)
+        self.rebuild()
 
-    def names(self):
-        from tinynet.kernels.ladder import NORM_KERNELS
-        return sorted(set(self._entries) | set(NORM_KERNELS))
-
-    def register(self, name: str, target) -> None:
-        """Plug in a kernel: a callable or a ``"module:function"`` string."""
-        self._entries[name] = target
-        self._loaded.clear()
-        self.forget()
-
-    def forget(self) -> None:
-        """Drop the kernels kept as attributes (the chosen rung changed)."""
-        for name in [key for key in vars(self) if not key.startswith("_")]:
+    def rebuild(self) -> None:
+        """Fill the table for the chosen rung, else the device's default."""
+        from tinynet.kernels import ladder, tables
+        for name in self.names():
             delattr(self, name)
-
-    def _target(self, name, rung):
-        from tinynet.kernels import ladder
-        if rung is None and name in self._entries:
-            return self._entries[name]
-        if name in ladder.NORM_KERNELS:
-            return ladder.kernel_target(self._device, rung or ladder.DEFAULT[self._device],
-                                        name)
-        if rung == "reference" and name in FUSED_KERNELS:
-            return f"tinynet.kernels.{FUSED_KERNELS[name][1]}:{name}"
-        if name in self._entries:
-            return self._entries[name]
-        raise AttributeError(f"no kernel named {name!r} in this backend")
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        key = (name, _chosen_rung)
+        self._missing_rung = None
         try:
-            return self._loaded[key]
-        except KeyError:
-            pass
-        target = self._target(name, _chosen_rung)
-        if callable(target):
-            fn = target
-        else:
-            module, _, function = target.partition(":")
-            if module.startswith(_COMPILED_CPU_KERNELS):
-                threads.share_pool_with_blas()     # once: before Numba's pool first runs
-            fn = getattr(importlib.import_module(module), function)
-        self._loaded[key] = fn
+            functions = tables.build(self._device, _chosen_rung)
+        except ValueError as error:            # a rung of the other device's ladder
+            self._missing_rung = str(error)
+            functions = {name: fn for name, fn in tables.build(self._device).items()
+                         if name not in ladder.NORM_KERNELS}
         if _chosen_rung is None:
-            setattr(self, name, fn)
-        return fn
+            functions.update(self._registered)
+        vars(self).update(functions)
+
+    def names(self) -> list:
+        """The kernels' names."""
+        return sorted(name for name in vars(self) if not name.startswith("_"))
+
+    def register(self, name: str, function) -> None:
+        """Plug in a kernel: ``function`` runs as ``name`` while no rung is chosen."""
+        self._registered[name] = function
+        self.rebuild()
+
+    def __getattr__(self, name):                # only for names the table lacks
+        from tinynet.kernels.ladder import NORM_KERNELS
+        if name in NORM_KERNELS and self._missing_rung:
+            raise ValueError(self._missing_rung)
+        raise AttributeError(f"no kernel named {name!r} in this backend")
 
 
 class Backend:
@@ -311,16 +261,13 @@ _seed = None
 
 
 def _make_cpu_backend() -> Backend:
-    kernels = KernelTable("cpu", {name: f"tinynet.kernels.{cpu}:{name}"
-                                  for name, (cpu, _) in FUSED_KERNELS.items()})
-    return Backend("cpu", np, kernels, np.random.default_rng)
+    threads.share_pool_with_blas()     # once: before Numba's pool first runs a kernel
+    return Backend("cpu", np, KernelTable("cpu"), np.random.default_rng)
 
 
 def _make_cuda_backend() -> Backend:
     cupy = _require_cuda()
-    kernels = KernelTable("cuda", {name: f"tinynet.kernels.{spec}:{name}"
-                                   for name, (_, spec) in FUSED_KERNELS.items()})
-    return Backend("cuda", cupy, kernels, cupy.random.default_rng)
+    return Backend("cuda", cupy, KernelTable("cuda"), cupy.random.default_rng)
 
 
 def get_backend(device="cpu") -> Backend:

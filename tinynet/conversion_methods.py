@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import tensor as _tensor
+from . import tensor as _tensor  # noqa: F401  (the annotations' Tensor)
 
 __all__ = ["ConversionMethods"]
 
 
-def _ops():
-    return _tensor.ops      # bound once tinynet.tensor has imported the ops
+ops = creation = None   # tinynet.ops and .creation, bound by tinynet.tensor once imported
 
 
 def _is_dtype(value) -> bool:
@@ -96,13 +95,13 @@ class ConversionMethods:
         if dtype is not None:
             if shape:
                 raise TypeError("view() takes a shape or a dtype, not both")
-            return _ops().conversion.view_dtype(self, dtype)
-        return _ops().view(self, *shape)
+            return ops.conversion.view_dtype(self, dtype)
+        return ops.view(self, *shape)
 
     def contiguous(self):
         """This tensor with its elements in row-major order in memory: itself if they
         are, else a differentiable copy (:func:`tinynet.clone`)."""
-        return self if self.is_contiguous() else _ops().clone(self)
+        return self if self.is_contiguous() else ops.clone(self)
 
     def is_contiguous(self) -> bool:
         """Whether the elements lie in row-major order in memory, with no gaps."""
@@ -114,12 +113,37 @@ class ConversionMethods:
 
     def view_as(self, other):
         """``view(other.shape)``: this tensor's elements in the shape of ``other``."""
-        return _ops().view(self, other.shape)
+        return ops.view(self, other.shape)
 
     def reshape_as(self, other):
         """``reshape(other.shape)``: this tensor's elements in the shape of ``other``."""
-        return _ops().reshape(self, other.shape)
+        return ops.reshape(self, other.shape)
 
     def expand_as(self, other):
         """``expand(other.shape)``: a broadcast view to the shape of ``other``."""
-        return _ops().expand(self, other.shape)
+        return ops.expand(self, other.shape)
+
+    # New tensors like this one
+    def _new(self, factory, size, dtype, device, requires_grad, *args):
+        return factory(*size, *args, dtype=self.dtype if dtype is None else dtype,
+                       device=self.device if device is None else device,
+                       requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> "_tensor.Tensor":
+        """Zeros of ``size``, with this tensor's dtype and device unless given."""
+        return self._new(creation.zeros, size, dtype, device, requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> "_tensor.Tensor":
+        """Ones of ``size``, with this tensor's dtype and device unless given."""
+        return self._new(creation.ones, size, dtype, device, requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> "_tensor.Tensor":
+        """Uninitialised memory of ``size``, with this tensor's dtype and device unless given."""
+        return self._new(creation.empty, size, dtype, device, requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None,
+                 requires_grad=False) -> "_tensor.Tensor":
+        """``size`` (a tuple) filled with ``fill_value``, with this tensor's dtype and device
+        unless given (as ``torch.Tensor.new_full``).
+        """
+        return self._new(creation.full, (size,), dtype, device, requires_grad, fill_value)

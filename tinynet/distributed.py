@@ -65,8 +65,8 @@ from ._process_group import (
     is_available,
     is_initialized,
 )
-from ._traffic import Traffic, traffic
 from .lacking import lacking
+from .runtime.traffic import Traffic, traffic
 from .tensor import Tensor
 
 __all__ = ["ReduceOp", "Work", "ProcessGroupStateError", "is_available", "init_process_group",

@@ -10,10 +10,12 @@ Methods follow PyTorch's names and signatures (``x.sum(dim, keepdim)``,
 All of the arithmetic lives in :mod:`tinynet.ops`; this class only dispatches,
 and a method that forwards to the op of its name takes that op's docstring
 (``_take_op_docstrings``, run once the ops are imported).
-The in-place methods (``add_``, ``zero_``, ``copy_``...) and their rules live
-in :mod:`tinynet.inplace`; the trigonometric, rounding, logical and bitwise
-methods (``sin``, ``round``, ``prod``, ``//``, ``&``...) in :mod:`tinynet.math_methods`;
-the casts (``float``, ``long``, ``half``...), ``view`` and the ``*_as`` methods in
+Here are the arithmetic operators; the in-place methods (``add_``, ``zero_``,
+``copy_``...) and their rules live in :mod:`tinynet.inplace`; the reductions and the
+trigonometric, rounding, logical and bitwise methods (``sum``, ``sin``, ``//``, ``&``...)
+in :mod:`tinynet.math_methods`; the shape, rearranging and indexing methods
+(``reshape``, ``transpose``, ``roll``...) in :mod:`tinynet.indexing_methods`; the casts
+(``float``, ``long``...), ``view``, the ``*_as`` and ``new_*`` methods in
 :mod:`tinynet.conversion_methods`.
 """
 from __future__ import annotations
@@ -195,31 +197,6 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
         """A copy with its own memory, still in the graph (gradients flow back)."""
         return ops.clone(self)
 
-    # ---------------------------------------------------- new tensors like this one
-    def _new(self, factory, size, dtype, device, requires_grad, *args):
-        return factory(*size, *args, dtype=self.dtype if dtype is None else dtype,
-                       device=self.device if device is None else device,
-                       requires_grad=requires_grad)
-
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        """Zeros of ``size``, with this tensor's dtype and device unless given."""
-        return self._new(creation.zeros, size, dtype, device, requires_grad)
-
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        """Ones of ``size``, with this tensor's dtype and device unless given."""
-        return self._new(creation.ones, size, dtype, device, requires_grad)
-
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False) -> "Tensor":
-        """Uninitialised memory of ``size``, with this tensor's dtype and device unless given."""
-        return self._new(creation.empty, size, dtype, device, requires_grad)
-
-    def new_full(self, size, fill_value, dtype=None, device=None,
-                 requires_grad=False) -> "Tensor":
-        """``size`` (a tuple) filled with ``fill_value``, with this tensor's dtype and device
-        unless given (as ``torch.Tensor.new_full``).
-        """
-        return self._new(creation.full, (size,), dtype, device, requires_grad, fill_value)
-
     # --------------------------------------------------------------- properties
     @property
     def shape(self) -> tuple:
@@ -393,87 +370,14 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
     def sigmoid(self): return ops.sigmoid(self)
     def relu(self): return ops.relu(self)
 
-    # --------------------------------------------------------------- reductions
-    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-        return ops.sum(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
-
-    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-        return ops.mean(self, dim, keepdim, dtype=dtype, axis=axis, keepdims=keepdims)
-
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None,
-            axis=None, keepdims=None):
-        return ops.var(self, dim, unbiased, keepdim, correction=correction,
-                       axis=axis, keepdims=keepdims)
-
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None,
-            axis=None, keepdims=None):
-        return ops.std(self, dim, unbiased, keepdim, correction=correction,
-                       axis=axis, keepdims=keepdims)
-
-    def norm(self, p="fro", dim=None, keepdim=False):
-        return ops.norm(self, p, dim, keepdim)
-
-    def max(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.max(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def min(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.min(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def argmax(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.argmax(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def argmin(self, dim=None, keepdim=False, *, axis=None, keepdims=None):
-        return ops.argmin(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def logsumexp(self, dim, keepdim=False, *, axis=None, keepdims=None):
-        return ops.logsumexp(self, dim, keepdim, axis=axis, keepdims=keepdims)
-
-    def softmax(self, dim=-1, *, axis=None):
-        return ops.softmax(self, dim, axis=axis)
-
-    def log_softmax(self, dim=-1, *, axis=None):
-        return ops.log_softmax(self, dim, axis=axis)
-
-    # -------------------------------------------------------------------- shape
-    def reshape(self, *shape): return ops.reshape(self, *shape)
-    def transpose(self, dim0, dim1): return ops.transpose(self, dim0, dim1)
-    def permute(self, *dims): return ops.permute(self, *dims)
-    def flatten(self, start_dim=0, end_dim=-1): return ops.flatten(self, start_dim, end_dim)
-    def squeeze(self, dim=None): return ops.squeeze(self, dim)
-    def unsqueeze(self, dim): return ops.unsqueeze(self, dim)
-    def expand(self, *sizes): return ops.expand(self, *sizes)
-    def repeat(self, *sizes): return ops.repeat(self, *sizes)
-    def split(self, split_size_or_sections, dim=0):
-        return ops.split(self, split_size_or_sections, dim)
-
-    def unbind(self, dim=0): return ops.unbind(self, dim)
-    def tril(self, diagonal=0): return ops.tril(self, diagonal)
-    def triu(self, diagonal=0): return ops.triu(self, diagonal)
-    def gather(self, dim, index): return ops.gather(self, dim, index)
-
-    def topk(self, k, dim=-1, largest=True, sorted=True):
-        return ops.topk(self, k, dim, largest, sorted)
-
-    def sort(self, dim=-1, descending=False, *, stable=False):
-        return ops.sort(self, dim, descending, stable)
-
-    def chunk(self, chunks, dim=0): return ops.chunk(self, chunks, dim)
-
-    def t(self):
-        """The transpose of a tensor of at most 2 dims (a 0-d or 1-d tensor unchanged), as
-        ``torch.Tensor.t``.
-        """
-        if self.ndim > 2:
-            raise ValueError(f"t() expects a tensor with at most 2 dims, got shape {self.shape}")
-        return self if self.ndim < 2 else ops.transpose(self, 0, 1)
-
-    @property
-    def T(self):
-        """All dims reversed: the transpose of a matrix, ``permute(ndim - 1, ..., 0)``."""
-        return ops.permute(self, *reversed(range(self.ndim)))
 
 
-from . import creation, ops  # noqa: E402  (they build on Tensor, Tensor dispatches to them)
+# The ops build on Tensor and Tensor dispatches to them: imported once it exists, and
+# handed to the mixins.
+from . import conversion_methods, creation, indexing_methods, math_methods, ops  # noqa: E402
+
+conversion_methods.ops = indexing_methods.ops = math_methods.ops = ops
+conversion_methods.creation = creation
 
 
 def _take_op_docstrings(cls) -> None:

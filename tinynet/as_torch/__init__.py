@@ -79,6 +79,7 @@ MODULES = {
     "torchvision": "tinynet.as_torch.torchvision",
     "torchvision.datasets": "tinynet.as_torch.torchvision",
     "torchvision.transforms": "tinynet.as_torch.torchvision",
+    "torchvision.utils": "tinynet.as_torch.torchvision",
 }
 # Where a module stands in for an attribute of the one named (torch.backends.cudnn is
 # tinynet.backends.cudnn, a namespace of that module).
@@ -87,7 +88,8 @@ _ATTRIBUTES = {"torch.backends.cudnn": "cudnn", "torch.backends.mps": "mps",
                    "activation", "batchnorm", "container", "conv", "dropout", "flatten",
                    "instancenorm", "linear", "loss", "module", "normalization", "pooling",
                    "rnn", "sparse", "transformer")},
-               "torchvision.datasets": "datasets", "torchvision.transforms": "transforms"}
+               "torchvision.datasets": "datasets", "torchvision.transforms": "transforms",
+               "torchvision.utils": "utils"}
 _ROOTS = ("torch", "torchvision")
 
 

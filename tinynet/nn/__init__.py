@@ -13,12 +13,15 @@ from .layers import (
     CrossEntropyLoss,
     Dropout,
     Flatten,
+    HuberLoss,
     Identity,
+    L1Loss,
     Linear,
     MSELoss,
     NLLLoss,
     ReLU,
     Sigmoid,
+    SmoothL1Loss,
     Tanh,
     Unflatten,
 )
@@ -70,7 +73,8 @@ __all__ = [
     "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "GELU", "SiLU", "Softplus", "ELU",
     "LeakyReLU",
     # losses
-    "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss", "L1Loss",
+    "SmoothL1Loss", "HuberLoss",
 ]
 
 from . import modules  # noqa: E402, F401  (PyTorch's files of layers, from the names above)

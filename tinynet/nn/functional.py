@@ -26,6 +26,7 @@ from ..ops import (
     softmax,
     softplus,
     tanh,
+    where,
 )
 from ..ops.conv import conv1d, conv2d, conv3d
 from ..ops.conv_transpose import conv_transpose1d, conv_transpose2d, conv_transpose3d
@@ -53,6 +54,7 @@ from .functional_losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    legacy_reduction,
     nll_loss,
 )
 
@@ -65,20 +67,55 @@ __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropo
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "gelu", "silu", "one_hot", "embedding", "scaled_dot_product_attention", "pad",
            "softplus", "elu", "leaky_relu", "normalize", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss"]
 
 
-def mse_loss(input, target, reduction: str = "mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """Mean squared error of two tensors of one shape: (input − target)² elementwise,
     averaged (``reduction='mean'``, PyTorch's default), summed (``'sum'``) or not
     reduced (``'none'``: the input's shape), as ``torch.nn.functional.mse_loss``.
     """
-    if tuple(input.shape) != tuple(target.shape):
-        raise ValueError(
-            f"mse_loss: input shape {tuple(input.shape)} and target shape "
-            f"{tuple(target.shape)} differ")
-    diff = input - target
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    diff = _difference("mse_loss", input, target)
     return _reduce(diff * diff, reduction)
+
+
+def _difference(where_, input, target):
+    if tuple(input.shape) != tuple(target.shape):
+        raise ValueError(f"{where_}: input shape {tuple(input.shape)} and target shape "
+                         f"{tuple(target.shape)} differ")
+    return input - target
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """Mean absolute error |input − target| of two tensors of one shape, reduced as
+    :func:`mse_loss`, as ``torch.nn.functional.l1_loss``; its gradient is the sign
+    of the difference (0 where they are equal)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    return _reduce(_difference("l1_loss", input, target).abs(), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
+                   beta: float = 1.0):
+    """0.5 z² / β where z = |input − target| < β, else z − 0.5 β (Girshick's Fast R-CNN
+    loss), reduced as :func:`mse_loss`, as ``torch.nn.functional.smooth_l1_loss``;
+    ``beta=0`` is :func:`l1_loss`."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    beta = check_real("smooth_l1_loss", "beta", beta, low=0)
+    z = _difference("smooth_l1_loss", input, target).abs()
+    if beta == 0:
+        return _reduce(z, reduction)
+    return _reduce(where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0):
+    """0.5 z² where z = |input − target| < δ, else δ (z − 0.5 δ): :func:`smooth_l1_loss`
+    times δ, as ``torch.nn.functional.huber_loss`` (``delta`` must be positive)."""
+    delta = check_real("huber_loss", "delta", delta, low=0)
+    if delta == 0:
+        raise ValueError("huber_loss: delta must be positive, got 0.0")
+    z = _difference("huber_loss", input, target).abs()
+    return _reduce(where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta)), reduction)
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):

@@ -10,7 +10,8 @@ from .functional_losses import legacy_reduction
 from .module import Module, Parameter
 
 __all__ = ["Linear", "ReLU", "Tanh", "Sigmoid", "Identity", "Flatten", "Unflatten", "Dropout",
-           "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss"]
+           "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss", "L1Loss",
+           "SmoothL1Loss", "HuberLoss"]
 
 
 class Linear(Module):
@@ -137,10 +138,9 @@ class Dropout(Module):
 class _Loss(Module):
     function = None
 
-    def __init__(self, reduction: str = "mean"):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        F._check_reduction(reduction)
-        self.reduction = reduction
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):
         """The loss of ``input`` against ``target``, reduced by ``reduction``: a 0-d tensor
@@ -237,3 +237,37 @@ class MSELoss(_Loss):
     ``torch.nn.MSELoss`` (see :func:`~tinynet.nn.functional.mse_loss`)."""
 
     function = staticmethod(F.mse_loss)
+
+
+class L1Loss(_Loss):
+    """Mean absolute error |input - target| of two tensors of one shape, as
+    ``torch.nn.L1Loss`` (see :func:`~tinynet.nn.functional.l1_loss`)."""
+
+    function = staticmethod(F.l1_loss)
+
+
+class SmoothL1Loss(_Loss):
+    """Quadratic below ``beta``, linear above, as ``torch.nn.SmoothL1Loss`` (see
+    :func:`~tinynet.nn.functional.smooth_l1_loss`)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean",
+                 beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        """A 0-d tensor unless ``reduction='none'`` (then the input's shape)."""
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    """Quadratic below ``delta``, linear above with slope ``delta``, as
+    ``torch.nn.HuberLoss`` (see :func:`~tinynet.nn.functional.huber_loss`)."""
+
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        """A 0-d tensor unless ``reduction='none'`` (then the input's shape)."""
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)

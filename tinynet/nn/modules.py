@@ -36,7 +36,8 @@ flatten = _file("flatten", "Flatten", "Unflatten")
 instancenorm = _file("instancenorm", "InstanceNorm1d", "InstanceNorm2d")
 linear = _file("linear", "Linear", "Identity",
                NonDynamicallyQuantizableLinear=NonDynamicallyQuantizableLinear)
-loss = _file("loss", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss")
+loss = _file("loss", "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss",
+             "L1Loss", "SmoothL1Loss", "HuberLoss")
 module = _file("module", "Module")
 normalization = _file("normalization", "LayerNorm", "GroupNorm", "RMSNorm")
 pooling = _file("pooling", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d",

@@ -4,7 +4,8 @@ elementwise op shares (the unary ones are in unary.py).
 Each backward returns the local derivative times the incoming gradient,
 summed back to the input's shape by :func:`~tinynet.autograd.unbroadcast`
 when the input was broadcast. Python numbers are constants: they get no
-gradient and do not change the tensor's dtype (float32 stays float32).
+gradient. The result's dtype is PyTorch's (promotion.py): float32 stays float32,
+an integer tensor times 1.5 or divided is float32.
 
 At the edges (0, inf, NaN) values and gradients are PyTorch's. inf and NaN are
 values, not errors: the ops raise no NumPy warnings for them
@@ -22,9 +23,9 @@ import numpy as np
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
 from ..tensor import Tensor
+from .promotion import promoted
 
-__all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "where",
-           "masked_fill", "clip", "clamp", "compare"]
+__all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "compare"]
 
 
 def operand(x):
@@ -104,7 +105,7 @@ class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (_shape(a), _shape(b))
-        return broadcast("add", operator.add, a, b)
+        return broadcast("add", operator.add, *promoted(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -120,7 +121,7 @@ class Sub(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (_shape(a), _shape(b))
-        return broadcast("sub", operator.sub, a, b)
+        return broadcast("sub", operator.sub, *promoted(a, b))
 
     @staticmethod
     def backward(ctx, grad):
@@ -133,14 +134,17 @@ class Mul(Function):
     backward_reads_output = False
     @staticmethod
     def forward(ctx, a, b):
+        ctx.shapes = (_shape(a), _shape(b))
+        a, b = promoted(a, b)
         ctx.save_for_backward(a, b)
         return broadcast("mul", operator.mul, a, b)
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved
-        grad_a = _grad_for(grad * b, _shape(a)) if ctx.needs_input_grad(0) else None
-        grad_b = _grad_for(grad * a, _shape(b)) if ctx.needs_input_grad(1) else None
+        shape_a, shape_b = ctx.shapes
+        grad_a = _grad_for(grad * b, shape_a) if ctx.needs_input_grad(0) else None
+        grad_b = _grad_for(grad * a, shape_b) if ctx.needs_input_grad(1) else None
         return grad_a, grad_b
 
 
@@ -148,9 +152,10 @@ class Mul(Function):
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
+        ctx.shapes = (_shape(a), _shape(b))
+        a, b = promoted(a, b, true_division=True)
         out = broadcast("div", operator.truediv, a, b)
         ctx.save_for_backward(b, out)
-        ctx.shapes = (_shape(a), _shape(b))
         return out
 
     @staticmethod
@@ -163,11 +168,19 @@ class Div(Function):
 
 
 def _power(a, b):
-    """a ** b; a Python-number exponent of 0.5 or -0.5 is sqrt(a) or 1 / sqrt(a), as
-    in PyTorch: (-0.0) ** 0.5 = -0.0 and (-inf) ** 0.5 = NaN (C's pow: 0.0 and inf)."""
-    if isinstance(b, numbers.Number) and b in (0.5, -0.5):
-        root = get_array_module(a).sqrt(a)
-        return root if b > 0 else 1 / root
+    """a ** b. A Python-number exponent of 3, -2, 0.5 or -0.5 is a·a·a, 1 / (a·a),
+    sqrt(a) or 1 / sqrt(a), as PyTorch computes it: the same bits (C's pow rounds
+    a³ differently), a·a·a without pow's per-element cost, and (-0.0) ** 0.5 = -0.0,
+    (-inf) ** 0.5 = NaN (C's pow: 0.0 and inf). NumPy already squares for 2 and
+    divides for -1."""
+    if type(b) in (int, float):
+        if b == 3:
+            return a * a * a
+        if b == -2:
+            return 1 / (a * a)
+        if b in (0.5, -0.5):
+            root = get_array_module(a).sqrt(a)
+            return root if b > 0 else 1 / root
     return broadcast("pow", operator.pow, a, b)
 
 
@@ -186,6 +199,7 @@ class Pow(Function):
 
     @staticmethod
     def forward(ctx, a, b):
+        a, b = promoted(a, b)
         out = _power(a, b)
         ctx.save_for_backward(a, b, out)
         return out
@@ -195,7 +209,7 @@ class Pow(Function):
         a, b, out = ctx.saved
         grad_a = grad_b = None
         if ctx.needs_input_grad(0):
-            grad_a = _grad_for(zero_where(b == 0, grad * b * _power(a, b - 1)), _shape(a))
+            grad_a = _grad_for(zero_where(b == 0, grad * (b * _power(a, b - 1))), _shape(a))
         if ctx.needs_input_grad(1):
             log_a = get_array_module(out).log(a)
             grad_b = _grad_for(grad * zero_where((a == 0) & (b >= 0), out * log_a), _shape(b))
@@ -209,6 +223,7 @@ class Maximum(Function):
     @staticmethod
     def forward(ctx, a, b):
         xp = get_array_module(a, b)
+        a, b = promoted(a, b)
         ctx.save_for_backward(a, b)
         return broadcast("maximum", xp.maximum, a, b)
 
@@ -218,94 +233,6 @@ class Maximum(Function):
         shared = get_array_module(grad).where(a == b, grad * grad.dtype.type(0.5), grad)
         return (_grad_for(zero_where(a < b, shared), _shape(a)),
                 _grad_for(zero_where(a > b, shared), _shape(b)))
-
-
-class Where(Function):
-    """``where(condition, a, b)``: the gradient follows the chosen branch."""
-
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, condition, a, b):
-        xp = get_array_module(condition, a, b)
-        ctx.condition = condition
-        ctx.shapes = (_shape(a), _shape(b))
-        try:
-            return xp.where(condition, a, b)
-        except ValueError:
-            raise ValueError(
-                f"where: condition {tuple(condition.shape)}, a {_shape(a)} and "
-                f"b {_shape(b)} cannot be broadcast together") from None
-
-    @staticmethod
-    def backward(ctx, grad):
-        xp = get_array_module(grad)
-        shape_a, shape_b = ctx.shapes
-        zero = grad.dtype.type(0)
-        return (None,
-                _grad_for(xp.where(ctx.condition, grad, zero), shape_a),
-                _grad_for(xp.where(ctx.condition, zero, grad), shape_b))
-
-
-class MaskedFill(Function):
-    """``x`` with ``value`` where ``mask`` is True (broadcast together, as PyTorch).
-
-    The gradient reaches x where the mask is False; a 0-d tensor ``value`` gets
-    the sum of the gradient where it is True.
-    """
-
-    @staticmethod
-    def forward(ctx, x, mask, value):
-        xp = get_array_module(x)
-        ctx.meta = (mask, _shape(x))
-        try:
-            return xp.where(mask, xp.asarray(value, dtype=x.dtype), x)
-        except ValueError:
-            raise ValueError(
-                f"masked_fill: mask {tuple(mask.shape)} and tensor {tuple(x.shape)} "
-                "cannot be broadcast together") from None
-
-    @staticmethod
-    def backward(ctx, grad):
-        mask, shape = ctx.meta
-        xp = get_array_module(grad)
-        zero = grad.dtype.type(0)
-        grad_value = xp.where(mask, grad, zero).sum() if ctx.needs_input_grad(2) else None
-        return unbroadcast(xp.where(mask, zero, grad), shape), None, grad_value
-
-
-class Clip(Function):
-    """Clamp to [low, high]: min(max(x, low), high), each bound None, a number or a
-    tensor (broadcast with x). The gradient reaches x where low <= x <= high (not
-    at NaN), low where x < low < high, and high where x > high or high < low: the
-    one that gave each output, as in PyTorch."""
-
-    @staticmethod
-    def forward(ctx, x, low, high):
-        xp = get_array_module(x)
-        ctx.save_for_backward(x, low, high)
-        ctx.shapes = (x.shape, _shape(low), _shape(high))
-        if low is not None:
-            x = broadcast("clamp", xp.maximum, x, low)
-        return x if high is None else broadcast("clamp", xp.minimum, x, high)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, low, high = ctx.saved
-        shape_x, shape_low, shape_high = ctx.shapes
-        inside = True
-        if low is not None:
-            inside = x >= low
-        if high is not None:
-            inside = inside & (x <= high)
-        grad_low = grad_high = None
-        if shape_low is not None:
-            gives_low = x < low if high is None else (x < low) & (low < high)
-            grad_low = _grad_for(zero_where(~gives_low, grad), shape_low)
-        if shape_high is not None:
-            gives_high = x > high if low is None else (x > high) | (high < low)
-            grad_high = _grad_for(zero_where(~gives_high, grad), shape_high)
-        return _grad_for(zero_where(~inside, grad), shape_x), grad_low, grad_high
 
 
 def add(a, b):
@@ -358,41 +285,6 @@ def minimum(a, b):
     """
     return -maximum(-operand(a), -operand(b))
 
-
-def where(condition, a, b):
-    """``a`` where the bool ``condition`` is True, ``b`` elsewhere, the three broadcast
-    together (``torch.where``); the gradient flows to the chosen branch only.
-    """
-    if isinstance(condition, Tensor):
-        condition = condition.array
-    return Where.apply(condition, operand(a), operand(b))
-
-
-def masked_fill(x, mask, value):
-    """``value`` (a number or a 0-d tensor) where the bool ``mask`` is True."""
-    if getattr(mask, "dtype", None) != np.bool_:
-        raise TypeError(
-            f"masked_fill: mask must be a bool tensor, got {type(mask).__name__} of dtype "
-            f"{getattr(mask, 'dtype', None)}")
-    if isinstance(value, Tensor) and value.ndim != 0:
-        raise ValueError(
-            f"masked_fill: value must be a number or a 0-dimensional tensor, got a tensor "
-            f"of shape {tuple(value.shape)}")
-    return MaskedFill.apply(x, operand(mask), operand(value))
-
-
-def clip(x, min=None, max=None):
-    """``x`` clamped to ``[min, max]`` elementwise (``torch.clamp``; ``clamp`` is the same
-    function); either bound may be None, not both, and either a number or a tensor,
-    broadcast with x. The gradient reaches x where ``min <= x <= max`` and a tensor
-    bound where it is the output.
-    """
-    if min is None and max is None:
-        raise ValueError("clip: at least one of min and max must be given")
-    return Clip.apply(x, *(None if bound is None else operand(bound) for bound in (min, max)))
-
-
-clamp = clip
 
 _COMPARISONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt,
                 "ge": operator.ge, "eq": operator.eq, "ne": operator.ne}

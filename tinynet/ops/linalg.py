@@ -5,7 +5,7 @@ from ..autograd import Function, unbroadcast
 from ..backend import get_array_module, kernels_for
 from .elementwise import operand
 
-__all__ = ["matmul", "linear"]
+__all__ = ["matmul", "linear", "mm", "bmm", "mv", "dot", "outer"]
 
 FEW_ROWS = 32
 
@@ -94,7 +94,7 @@ class Linear(Function):
         grad_w = grad2.T @ x.reshape(-1, x.shape[-1]) if ctx.needs_input_grad(1) else None
         grad_b = None
         if ctx.has_bias and ctx.needs_input_grad(2):
-            # Σ_rows dy as 1ᵀ dy: BLAS's matrix-vector product is 2-4x faster than sum(axis=0)
+            # Σ_rows dy as 1ᵀ dy: BLAS's matrix-vector product is faster than sum(axis=0)
             grad_b = get_array_module(grad2).ones(grad2.shape[0], grad2.dtype) @ grad2
         return grad_x, grad_w, grad_b
 
@@ -110,3 +110,44 @@ def matmul(a, b):
 def linear(x, weight, bias=None):
     """``x @ weight.T + bias``, as ``torch.nn.functional.linear``."""
     return Linear.apply(x, weight, bias)
+
+
+def _check_dims(name, tensors, dims):
+    for which, (x, n) in zip(("self", "other"), zip(tensors, dims, strict=True), strict=True):
+        if x.ndim != n:
+            raise ValueError(f"{name}: {which} must have {n} dims, got shape {tuple(x.shape)}")
+
+
+def mm(input, mat2):
+    """The product of two matrices, (n, m) @ (m, p) -> (n, p), as ``torch.mm`` (no
+    broadcasting: both must be 2-D)."""
+    _check_dims("mm", (input, mat2), (2, 2))
+    return matmul(input, mat2)
+
+
+def bmm(input, mat2):
+    """Batched matrix products, (b, n, m) @ (b, m, p) -> (b, n, p), as ``torch.bmm``
+    (no broadcasting: both 3-D, one batch size)."""
+    _check_dims("bmm", (input, mat2), (3, 3))
+    if input.shape[0] != mat2.shape[0]:
+        raise ValueError(f"bmm: batch sizes {input.shape[0]} and {mat2.shape[0]} differ")
+    return matmul(input, mat2)
+
+
+def mv(input, vec):
+    """A matrix times a vector, (n, m) @ (m,) -> (n,), as ``torch.mv``."""
+    _check_dims("mv", (input, vec), (2, 1))
+    return matmul(input, vec)
+
+
+def dot(input, other):
+    """The dot product of two 1-D tensors of one length (a 0-d tensor), as ``torch.dot``."""
+    _check_dims("dot", (input, other), (1, 1))
+    return matmul(input, other)
+
+
+def outer(input, vec2):
+    """The outer product of two 1-D tensors, (n,) and (m,) -> (n, m): each pair's
+    product, as ``torch.outer``."""
+    _check_dims("outer", (input, vec2), (1, 1))
+    return input.reshape(-1, 1) * vec2.reshape(1, -1)

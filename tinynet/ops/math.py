@@ -13,6 +13,7 @@ output y. floor, ceil, round and trunc are step functions: their gradient is
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -21,15 +22,14 @@ from ..autograd import Function
 from ..backend import get_array_module
 from ..tensor import Tensor
 from .elementwise import _grad_for, _shape, broadcast, no_fp_warnings, operand
+from .promotion import floating
 
 __all__ = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-           "acosh", "atanh", "rsqrt", "floor", "ceil", "round", "trunc", "lerp",
-           "floor_divide"]
+           "acosh", "atanh", "log1p", "expm1", "log2", "log10", "rsqrt", "floor", "ceil",
+           "round", "trunc", "lerp", "floor_divide"]
 
 
-def _floating(x):
-    """``x``, or ``x`` as float32 when it holds integers or bools."""
-    return x if np.issubdtype(x.dtype, np.floating) else x.astype(np.float32)
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
 def _rsqrt(xp, x):
@@ -41,7 +41,7 @@ def _smooth(name, f, derivative, doc):
     ``derivative(xp, grad, x, y)``: dL/dx from dL/dy, the input and the output."""
 
     def forward(ctx, x):
-        x = _floating(x)
+        x = floating(x)
         out = f(get_array_module(x), x)
         ctx.save_for_backward(x, out)
         return out
@@ -83,6 +83,14 @@ Acosh = _smooth("Acosh", lambda xp, x: xp.arccosh(x),
 Atanh = _smooth("Atanh", lambda xp, x: xp.arctanh(x),
                 lambda xp, g, x, y: g * 1 / (1 - x * x),
                 "atanh x, ±inf at ±1 and NaN beyond; d/dx = 1 / (1 - x²).")
+Log1p = _smooth("Log1p", lambda xp, x: xp.log1p(x), lambda xp, g, x, y: g / (x + 1),
+                "log(1 + x), exact for small x (NaN below -1); d/dx = 1 / (1 + x).")
+Expm1 = _smooth("Expm1", lambda xp, x: xp.expm1(x), lambda xp, g, x, y: g * (y + 1),
+                "e^x - 1, exact for small x; d/dx = e^x, from the output.")
+Log2 = _smooth("Log2", lambda xp, x: xp.log2(x), lambda xp, g, x, y: g / (x * _LN2),
+               "log₂ x; d/dx = 1 / (x ln 2).")
+Log10 = _smooth("Log10", lambda xp, x: xp.log10(x), lambda xp, g, x, y: g / (x * _LN10),
+                "log₁₀ x; d/dx = 1 / (x ln 10).")
 Rsqrt = _smooth("Rsqrt", _rsqrt, lambda xp, g, x, y: -0.5 * g * (y * y * y),
                 "1 / sqrt x (-inf at -0, NaN below 0); d/dx = -y³ / 2.")
 
@@ -233,6 +241,27 @@ def acosh(input):
 def atanh(input):
     """artanh x elementwise, ±inf at ±1 and NaN beyond; d/dx = 1 / (1 - x²)."""
     return Atanh.apply(input)
+
+
+def log1p(input):
+    """log(1 + x) elementwise, exact where x is small (integers become float32);
+    d/dx = 1 / (1 + x)."""
+    return Log1p.apply(input)
+
+
+def expm1(input):
+    """e^x - 1 elementwise, exact where x is small (integers become float32); d/dx = e^x."""
+    return Expm1.apply(input)
+
+
+def log2(input):
+    """The base-2 logarithm elementwise (integers become float32); d/dx = 1 / (x ln 2)."""
+    return Log2.apply(input)
+
+
+def log10(input):
+    """The base-10 logarithm elementwise (integers become float32); d/dx = 1 / (x ln 10)."""
+    return Log10.apply(input)
 
 
 def rsqrt(input):

@@ -133,6 +133,8 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device="cp
     from ..tensor import Tensor
     if size is None:                     # randint(high, size)
         low, high, size = 0, low, high
+    elif high is None:                   # randint(high, size=size)
+        low, high = 0, low
     if size is None:
         raise TypeError("randint(): missing the size, e.g. randint(10, (3,))")
     for name, value in (("low", low), ("high", high)):

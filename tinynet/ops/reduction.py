@@ -1,5 +1,5 @@
-"""Reductions over axes: sum, mean, var/std, norm, max/min (the softmax family is in
-:mod:`tinynet.ops.softmax`).
+"""Reductions over axes: sum, mean, var/std, norm (max/min and argmax/argmin are in
+:mod:`tinynet.ops.extremes`, the softmax family in :mod:`tinynet.ops.softmax`).
 
 Dimensions follow PyTorch (``dim``, ``keepdim``); NumPy's ``axis`` and
 ``keepdims`` are accepted as aliases. The backward of a reduction copies the
@@ -18,22 +18,15 @@ import numbers
 import os
 import sys
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
 from ..autograd import Function
 from ..backend import get_array_module, kernels_for
-from ..tensor import Tensor
-from . import elementwise
 from .conversion import computed_in
 from .elementwise import no_fp_warnings, sign, zero_where
 
-__all__ = ["sum", "mean", "var", "std", "norm", "max", "min", "argmax", "argmin",
-           "resolve_dims", "normalize_axis"]
-
-MaxResult = namedtuple("MaxResult", ["values", "indices"])
-
+__all__ = ["sum", "mean", "var", "std", "norm", "resolve_dims", "normalize_axis"]
 
 def normalize_axis(axis: int, ndim: int) -> int:
     """A non-negative axis, or an ``IndexError`` naming the valid range."""
@@ -270,44 +263,6 @@ def attains(x, extreme):
     return (x == extreme) | get_array_module(x).isnan(x)
 
 
-class AllMax(Function):
-    """Max (or min) over all elements; ties share the gradient evenly (as PyTorch)."""
-
-    @staticmethod
-    def forward(ctx, x, largest):
-        out = x.max() if largest else x.min()
-        ctx.save_for_backward(x, out)
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, out = ctx.saved
-        hits = attains(x, out)
-        return zero_where(~hits, grad / hits.sum(dtype=grad.dtype)), None
-
-
-class TakeAlongAxis(Function):
-    """``values = x[..., indices, ...]`` along one axis (the backward of max(dim))."""
-
-    backward_reads_inputs = False
-
-    @staticmethod
-    def forward(ctx, x, indices, axis, keepdim):
-        xp = get_array_module(x)
-        index = xp.expand_dims(indices, axis)
-        ctx.meta = (x.shape, x.dtype, index, axis)
-        out = xp.take_along_axis(x, index, axis=axis)
-        return out if keepdim else out.squeeze(axis)
-
-    @staticmethod
-    def backward(ctx, grad):
-        shape, dtype, index, axis = ctx.meta
-        xp = get_array_module(grad)
-        full = xp.zeros(shape, dtype)
-        xp.put_along_axis(full, index, grad.reshape(index.shape), axis=axis)
-        return full, None, None, None
-
-
 def _reduced_shape(shape, axes):
     return tuple(n for i, n in enumerate(shape) if axes is not None and i not in axes)
 
@@ -398,70 +353,3 @@ def norm(x, p="fro", dim=None, keepdim=False):
         dim = None                          # dim=() reduces everything, as PyTorch
     axes, keepdim = resolve_dims(x, dim, keepdim)
     return Norm.apply(x, float(p), axes, keepdim)
-
-
-def _merge_aliases(dim, keepdim, axis, keepdims):
-    """The PyTorch spelling of a single (dim, keepdim) pair."""
-    return (dim if axis is None else axis), bool(keepdim if keepdims is None else keepdims)
-
-
-def _extreme(x, dim, keepdim, axis, keepdims, largest):
-    dim, keepdim = _merge_aliases(dim, keepdim, axis, keepdims)
-    if dim is None:
-        return AllMax.apply(x, largest)
-    axis = normalize_axis(dim, x.ndim)
-    xp = get_array_module(x.array)
-    if x.ndim == 0:                      # its one element, at index 0
-        return MaxResult(x.reshape(()), Tensor._make(xp.zeros((), xp.int64)))
-    indices = (xp.argmax if largest else xp.argmin)(x.array, axis=axis)
-    values = TakeAlongAxis.apply(x, indices, axis, keepdim)
-    if keepdim:
-        indices = xp.expand_dims(indices, axis)
-    return MaxResult(values, Tensor._make(indices))
-
-
-def max(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    """``max(x)`` is a tensor; ``max(x, dim)`` is ``(values, indices)`` as in PyTorch;
-    ``max(x, other)`` with a tensor ``other`` is ``maximum(x, other)``."""
-    if isinstance(dim, Tensor):
-        return elementwise.maximum(x, dim)
-    return _extreme(x, dim, keepdim, axis, keepdims, largest=True)
-
-
-def min(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    """``min(x)`` is the smallest element (a 0-d tensor); ``min(x, dim)`` is
-    ``(values, indices)`` along ``dim``, as ``torch.min`` (indices int64). NaN wins;
-    ties share the gradient of ``min(x)`` evenly. ``min(x, other)`` with a tensor
-    ``other`` is ``minimum(x, other)``.
-    """
-    if isinstance(dim, Tensor):
-        return elementwise.minimum(x, dim)
-    return _extreme(x, dim, keepdim, axis, keepdims, largest=False)
-
-
-def _arg(x, dim, keepdim, axis, keepdims, largest):
-    xp = get_array_module(x.array)
-    find = xp.argmax if largest else xp.argmin
-    dim, keepdim = _merge_aliases(dim, keepdim, axis, keepdims)
-    if dim is None:
-        return Tensor._make(xp.asarray(find(x.array)))
-    axis = normalize_axis(dim, x.ndim)
-    if x.ndim == 0:
-        return Tensor._make(xp.zeros((), xp.int64))
-    return Tensor._make(find(x.array, axis=axis, keepdims=keepdim))
-
-
-def argmax(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    """The int64 index of the largest element: of the flattened tensor with ``dim=None``
-    (a 0-d tensor), else along ``dim`` (``keepdim`` keeps it with size 1); the first
-    one at ties, as ``torch.argmax``. Not differentiable.
-    """
-    return _arg(x, dim, keepdim, axis, keepdims, largest=True)
-
-
-def argmin(x, dim=None, keepdim=False, *, axis=None, keepdims=None):
-    """The int64 index of the smallest element: of the flattened tensor with ``dim=None``,
-    else along ``dim`` (``keepdim`` keeps it with size 1); the first one at ties, as
-    ``torch.argmin``. Not differentiable.
-    """
-    return _arg(x, dim, keepdim, axis, keepdims, largest=False)

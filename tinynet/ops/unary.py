@@ -2,7 +2,8 @@
 
 Each backward is the derivative written from what the forward saved: the
 output where it gives the derivative directly (e^x, √x, tanh, σ and ReLU's
-mask), else the input. At the edges (0, inf, NaN) values and gradients are
+mask), else the input. exp, log, sqrt, tanh and sigmoid of an integer or bool tensor
+are float32, PyTorch's default dtype. At the edges (0, inf, NaN) values and gradients are
 PyTorch's, as for the binary ops (elementwise.py). The activations' arithmetic
 is the device's kernels (``tanh_backward``, ``sigmoid_forward``...: the spec in
 kernels/reference.py, one compiled pass in float32 on the CPU).
@@ -12,6 +13,7 @@ from __future__ import annotations
 from ..autograd import Function
 from ..backend import get_array_module, kernels_for
 from .elementwise import no_fp_warnings, sign
+from .promotion import floating
 
 __all__ = ["neg", "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "sigmoid_array"]
 
@@ -34,6 +36,7 @@ class Exp(Function):
 
     @staticmethod
     def forward(ctx, x):
+        x = floating(x)
         out = get_array_module(x).exp(x)
         ctx.save_for_backward(out)
         return out
@@ -48,6 +51,7 @@ class Exp(Function):
 class Log(Function):
     @staticmethod
     def forward(ctx, x):
+        x = floating(x)
         ctx.save_for_backward(x)
         return get_array_module(x).log(x)
 
@@ -63,6 +67,7 @@ class Sqrt(Function):
 
     @staticmethod
     def forward(ctx, x):
+        x = floating(x)
         out = get_array_module(x).sqrt(x)
         ctx.save_for_backward(out)
         return out
@@ -92,6 +97,7 @@ class Tanh(Function):
 
     @staticmethod
     def forward(ctx, x):
+        x = floating(x)
         out = get_array_module(x).tanh(x)
         ctx.save_for_backward(out)
         return out
@@ -119,6 +125,7 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx, x):
+        x = floating(x)
         out = sigmoid_array(x)
         ctx.save_for_backward(out)
         return out

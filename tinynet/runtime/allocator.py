@@ -9,9 +9,9 @@ also hands the free top of its heap back once that exceeds
 ``M_TRIM_THRESHOLD``. The next step's arrays then take every page again from
 the kernel, one page fault and one page of zeros each time: the LN-LSTM's
 training step, whose per-step arrays of 64 × 512 float32 are exactly 128 KiB,
-took 1.4 times as long (``benchmarks/threads.py``, column "glibc malloc
+took markedly longer (``benchmarks/threads.py``, column "glibc malloc
 defaults"). The MNIST convnet's step at batch 128 frees between 64 and 128 MiB
-at the top of the heap: with 64 MiB kept, it took 1.9 times as long as with
+at the top of the heap: with 64 MiB kept, it took much longer than with
 more (300,000 page faults in 23 steps instead of 27,000).
 
 The policy, applied at ``import tinynet`` on glibc: blocks up to

@@ -1,7 +1,7 @@
 """One thread pool for the CPU: OpenBLAS's matrix products run on Numba's workers.
 
 Two pools of one thread per core used to share the cores: OpenBLAS's, whose
-workers spin for some 0.1 s after each product so that the next one starts at
+workers spin for a while after each product so that the next one starts at
 once, and Numba's, which runs the compiled kernels (im2col, pooling, the
 norms). A kernel that came right after a product found the second core taken
 by a spinning BLAS worker and ran at the speed of one. OpenBLAS (0.3.27 and
@@ -12,8 +12,8 @@ matrix product wait for each other's packed panels). :func:`run_blas_jobs` is
 that callback: a ``prange`` over the pieces, one per Numba thread. The product
 is the same computation, piece for piece, so its bits do not change.
 
-:func:`join` installs it through OpenBLAS's setter; ``tinynet/threads.py`` says when
-(:func:`tinynet.threads.share_pool_with_blas`). Importing this module compiles
+:func:`join` installs it through OpenBLAS's setter; ``threads.py`` says when
+(:func:`tinynet.runtime.threads.share_pool_with_blas`). Importing this module compiles
 the callback (or loads it from Numba's cache), which needs Numba's threading
 layer started first.
 """
@@ -27,7 +27,7 @@ from numba import cfunc, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from tinynet.threads import start_numba_pool
+from .threads import start_numba_pool
 
 __all__ = ["join", "leave", "joined", "run_blas_jobs"]
 

@@ -6,16 +6,16 @@ and pooling, the norms above a size threshold, the Adam step). Each starts a
 pool of one thread per core, and two pools on the same cores fight: a worker
 that waits for work *spins* for a while before it sleeps, so that the next
 piece of work starts at once, and while it spins the other pool's threads get
-only part of a core. OpenBLAS's workers spin for some 0.1 s after each product;
+only part of a core. OpenBLAS's workers spin for a while after each product;
 a convnet's im2col or pooling kernel, which comes right after one, then runs at
 the speed of one core.
 
-The policy, applied at ``import tinynet`` and when the first compiled kernel
-is looked up:
+The policy, applied at ``import tinynet`` and when the CPU's kernel table is
+built (its first tensor):
 
 * **One pool** (:func:`share_pool_with_blas`): where NumPy's BLAS is an
   OpenBLAS that lets its caller run its threads (0.3.27 and later, as NumPy's
-  wheels ship), its work runs on Numba's workers (``kernels/cpu_blas_pool.py``).
+  wheels ship), its work runs on Numba's workers (``blas_pool.py``).
   Those workers spin for a while when idle (``GOMP_SPINCOUNT``
   :data:`SPIN_COUNT`, about what OpenBLAS's own did), since nothing else wants
   their core: the next product or kernel starts at once.
@@ -51,7 +51,7 @@ SHARE_POOL_VARIABLE = "TINYNET_SHARE_BLAS_POOL"     # "0": OpenBLAS keeps its ow
 SPIN_COUNT_VARIABLE = "GOMP_SPINCOUNT"
 SPIN_COUNT = "3000000"
 """How long the shared pool's idle workers spin before they sleep (GNU OpenMP's
-``GOMP_SPINCOUNT``, in rounds of its wait loop: some 0.05-0.2 s)."""
+``GOMP_SPINCOUNT``, in rounds of its wait loop)."""
 
 _num_threads = None      # set by set_num_threads; None: the libraries' own defaults
 _policy_is_ours = False  # whether OMP_WAIT_POLICY=PASSIVE came from apply_wait_policy
@@ -138,7 +138,7 @@ def start_numba_pool() -> str:
 
 def share_pool_with_blas() -> bool:
     """Run OpenBLAS's threads' work on Numba's pool (see the module docstring):
-    once per process, when the first compiled kernel is looked up. Return
+    once per process, when the CPU's kernel table is built. Return
     whether the pool is shared."""
     global _blas_setter, _pool_checked
     if _pool_checked:
@@ -157,18 +157,18 @@ def share_pool_with_blas() -> bool:
 def _forget_pool() -> None:
     """In a forked child: Numba's workers did not come along, OpenBLAS's own restart."""
     global _blas_setter
-    from tinynet.kernels import cpu_blas_pool
+    from . import blas_pool
     _blas_setter = None
-    cpu_blas_pool.leave()
+    blas_pool.leave()
 
 
 def _rejoin() -> None:
     """Share the pool if OpenBLAS's thread count fits in Numba's, else leave it."""
-    from tinynet.kernels import cpu_blas_pool
+    from . import blas_pool
     if _blas_setter is not None and _blas_fits_numba():
-        cpu_blas_pool.join(_blas_setter)
+        blas_pool.join(_blas_setter)
     else:
-        cpu_blas_pool.leave()
+        blas_pool.leave()
 
 
 def _cores() -> int:
@@ -203,15 +203,15 @@ def set_num_threads(n: int) -> None:
     one per core by default): a larger ``n`` gives BLAS ``n`` threads and
     Numba all of its own. Numba's setting holds for the calling Python thread.
     """
-    from .hyperparameters import check_count
+    from ..hyperparameters import check_count
     n = check_count("set_num_threads", "n", n)
     import numba
     from threadpoolctl import threadpool_limits
 
     global _num_threads
     if _blas_setter is not None and n > numba.config.NUMBA_NUM_THREADS:
-        from tinynet.kernels import cpu_blas_pool
-        cpu_blas_pool.leave()           # before OpenBLAS has more threads than Numba
+        from . import blas_pool
+        blas_pool.leave()           # before OpenBLAS has more threads than Numba
     threadpool_limits(limits=n, user_api="blas")
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     _num_threads = n
