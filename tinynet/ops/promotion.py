@@ -47,6 +47,15 @@ def result_dtype(a, b):
     return np.promote_types(a.dtype, b.dtype)
 
 
+def _keeps(dtype, number, true_division):
+    """Whether an array of ``dtype`` op a Python ``number`` keeps ``dtype`` (in NumPy
+    as in PyTorch): a float array with an int or a float, an integer array with an
+    int but for true division."""
+    kind = dtype.kind
+    return ((kind == "f" and type(number) in (int, float))
+            or (kind in "iu" and type(number) is int and not true_division))
+
+
 def promoted(a, b, true_division=False):
     """``a`` and ``b`` (arrays or Python numbers) cast to :func:`result_dtype`, so that
     NumPy computes ``a op b`` in it (a Python number of a kind not above it keeps the
@@ -54,9 +63,9 @@ def promoted(a, b, true_division=False):
     a_dtype, b_dtype = getattr(a, "dtype", None), getattr(b, "dtype", None)
     if a_dtype is not None and a_dtype == b_dtype and not (true_division and a_dtype.kind in "biu"):
         return a, b                                        # the usual cases: one dtype,
-    if (a_dtype is not None and a_dtype.kind == "f" and type(b) in (int, float)) or (
-            b_dtype is not None and b_dtype.kind == "f" and type(a) in (int, float)):
-        return a, b                                        # or a float array and a number
+    if (a_dtype is not None and _keeps(a_dtype, b, true_division)) or (
+            b_dtype is not None and _keeps(b_dtype, a, true_division)):
+        return a, b                                        # or an array and a number
     dtype = result_dtype(a, b)
     if true_division and dtype.kind in "biu":
         dtype = np.dtype(np.float32)
