@@ -49,3 +49,11 @@ def check_count(where: str, name: str, value, low: int = 1) -> int:
     if value < low:
         raise ValueError(f"{where}: {name} must be at least {low}, got {value}")
     return int(value)
+
+
+def check_flag(where: str, name: str, value) -> bool:
+    """``value`` if it is True or False (a switch such as ``maximize``); TypeError
+    otherwise, so that ``maximize="no"`` is not read as true."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{where}: {name} must be True or False, got {value!r}")
+    return value

@@ -72,7 +72,7 @@ class Seq2SeqTransformer(nn.Module):
         if not 0 <= pad_idx < vocab_size:
             raise ValueError(f"Seq2SeqTransformer: pad_idx {pad_idx} is not an id of a "
                              f"vocabulary of {vocab_size}")
-        factory = dict(device="cpu" if device is None else device, dtype=dtype)
+        factory = dict(device=device, dtype=dtype)
         self.d_model, self.pad_idx, self.norm_first = d_model, pad_idx, norm_first
         layer = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward,
                      dropout=dropout, activation=activation, batch_first=True,

@@ -130,7 +130,6 @@ class MultiheadAttention(Module):
         self.dropout = check_real("MultiheadAttention", "dropout", dropout, 0, 1,
                                   high_included=False)
         self.batch_first = batch_first
-        device = "cpu" if device is None else device
         self.in_proj_weight = Parameter(_xavier_uniform_(
             creation.empty(3 * embed_dim, embed_dim, dtype=dtype, device=device)))
         if bias:

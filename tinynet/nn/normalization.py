@@ -74,7 +74,7 @@ class RMSNorm(Module):
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
             self.weight = Parameter(creation.ones(self.normalized_shape, dtype=dtype,
-                                                  device="cpu" if device is None else device))
+                                                  device=device))
         else:
             self.register_parameter("weight", None)
 

@@ -79,7 +79,7 @@ def _make_weights(module, suffix, gates, input_size, hidden_size, bias, device, 
     if bias:
         shapes.update(bias_ih=(rows,), bias_hh=(rows,))
     for name, shape in shapes.items():
-        tensor = creation.empty(shape, dtype=dtype, device="cpu" if device is None else device)
+        tensor = creation.empty(shape, dtype=dtype, device=device)
         setattr(module, name + suffix, Parameter(init.uniform_(tensor, -bound, bound)))
     if not bias:
         module.register_parameter("bias_ih" + suffix, None)

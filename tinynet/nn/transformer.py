@@ -96,7 +96,7 @@ class TransformerEncoderLayer(Module):
                  device=None, dtype=None):
         super().__init__()
         check_count("TransformerEncoderLayer", "dim_feedforward", dim_feedforward)
-        factory = dict(device="cpu" if device is None else device, dtype=dtype)
+        factory = dict(device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **factory)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)

@@ -75,7 +75,7 @@ class TransformerDecoderLayer(Module):
         super().__init__()
         _check_heads("TransformerDecoderLayer", d_model, nhead)
         check_count("TransformerDecoderLayer", "dim_feedforward", dim_feedforward)
-        factory = dict(device="cpu" if device is None else device, dtype=dtype)
+        factory = dict(device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **factory)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
@@ -217,7 +217,7 @@ class Transformer(Module):
             _check_heads("Transformer", d_model, nhead)
         layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
                       batch_first, norm_first, bias)
-        factory = dict(device="cpu" if device is None else device, dtype=dtype)
+        factory = dict(device=device, dtype=dtype)
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
@@ -266,7 +266,7 @@ class Transformer(Module):
         """The (sz, sz) causal mask: −∞ above the diagonal (position t may not attend
         to later ones), 0.0 elsewhere; float32 unless ``dtype`` is given."""
         mask = creation.full((sz, sz), -math.inf, dtype=dtype,
-                             device="cpu" if device is None else device)
+                             device=device)
         return mask.triu(1)
 
     def _reset_parameters(self):

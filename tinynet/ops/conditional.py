@@ -25,14 +25,16 @@ class Where(Function):
         xp = get_array_module(condition, a, b)
         ctx.condition = condition
         ctx.shapes = (_shape(a), _shape(b))
-        dtype = result_dtype(a, b)
         a, b = promoted(a, b)
         try:
-            return xp.where(condition, a, b).astype(dtype, copy=False)  # two numbers: dtype
+            out = xp.where(condition, a, b)
         except ValueError:
             raise ValueError(
                 f"where: condition {tuple(condition.shape)}, a {_shape(a)} and "
                 f"b {_shape(b)} cannot be broadcast together") from None
+        if not (hasattr(a, "dtype") or hasattr(b, "dtype")):   # two numbers: NumPy's
+            out = out.astype(result_dtype(a, b))               # float64, PyTorch's float32
+        return out
 
     @staticmethod
     def backward(ctx, grad):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..backend import get_array_module
-from ..hyperparameters import check_real
+from ..hyperparameters import check_flag, check_real
 from .optimizer import Optimizer, check_switches
 
 __all__ = ["Adadelta"]
@@ -37,9 +37,7 @@ class Adadelta(Optimizer):
         for name in ("lr", "eps", "weight_decay"):
             check_real("Adadelta", name, hyperparameters[name], low=0)
         check_real("Adadelta", "rho", hyperparameters["rho"], 0, 1)
-        if not isinstance(hyperparameters["maximize"], bool):
-            raise TypeError(f"Adadelta: maximize must be True or False, "
-                            f"got {hyperparameters['maximize']!r}")
+        check_flag("Adadelta", "maximize", hyperparameters["maximize"])
 
     def step(self):
         """One Adadelta update of every parameter with a gradient, by the class

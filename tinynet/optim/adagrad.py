@@ -3,7 +3,7 @@ and Stochastic Optimization", JMLR 2011), as ``torch.optim.Adagrad``."""
 from __future__ import annotations
 
 from ..backend import get_array_module
-from ..hyperparameters import check_real
+from ..hyperparameters import check_flag, check_real
 from .optimizer import Optimizer, check_switches
 
 __all__ = ["Adagrad"]
@@ -39,9 +39,7 @@ class Adagrad(Optimizer):
     def check_hyperparameters(self, hyperparameters):
         for name in ("lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps"):
             check_real("Adagrad", name, hyperparameters[name], low=0)
-        if not isinstance(hyperparameters["maximize"], bool):
-            raise TypeError(f"Adagrad: maximize must be True or False, "
-                            f"got {hyperparameters['maximize']!r}")
+        check_flag("Adagrad", "maximize", hyperparameters["maximize"])
 
     def add_param_group(self, group: dict) -> None:
         """Add a parameter group (see Optimizer.add_param_group) and make the state of

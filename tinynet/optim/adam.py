@@ -3,7 +3,7 @@ PyTorch's exact update rule."""
 from __future__ import annotations
 
 from ..backend import get_backend
-from ..hyperparameters import check_real
+from ..hyperparameters import check_flag, check_real
 from .optimizer import Optimizer, check_switches
 
 __all__ = ["Adam"]
@@ -51,9 +51,7 @@ class Adam(Optimizer):
         for i, beta in enumerate(betas):
             check_real(owner, f"betas[{i}]", beta, 0, 1, high_included=False)
         for name in ("amsgrad", "maximize", "decoupled_weight_decay"):
-            if not isinstance(hyperparameters[name], bool):
-                raise TypeError(f"{owner}: {name} must be True or False, "
-                                f"got {hyperparameters[name]!r}")
+            check_flag(owner, name, hyperparameters[name])
 
     def step(self):
         """One Adam update of every parameter with a gradient (Kingma & Ba, 2015,

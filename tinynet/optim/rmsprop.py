@@ -3,7 +3,7 @@ lecture 6e, 2012), as ``torch.optim.RMSprop``."""
 from __future__ import annotations
 
 from ..backend import get_array_module
-from ..hyperparameters import check_real
+from ..hyperparameters import check_flag, check_real
 from .adam import lerp_
 from .optimizer import Optimizer, check_switches
 
@@ -42,9 +42,7 @@ class RMSprop(Optimizer):
             check_real("RMSprop", name, hyperparameters[name], low=0)
         check_real("RMSprop", "alpha", hyperparameters["alpha"], 0, 1)
         for name in ("centered", "maximize"):
-            if not isinstance(hyperparameters[name], bool):
-                raise TypeError(f"RMSprop: {name} must be True or False, "
-                                f"got {hyperparameters[name]!r}")
+            check_flag("RMSprop", name, hyperparameters[name])
 
     def step(self):
         """One RMSprop update of every parameter with a gradient, by the class

@@ -1,7 +1,7 @@
 """Stochastic gradient descent with momentum, as ``torch.optim.SGD``."""
 from __future__ import annotations
 
-from ..hyperparameters import check_real
+from ..hyperparameters import check_flag, check_real
 from .optimizer import Optimizer, check_switches
 
 __all__ = ["SGD"]
@@ -33,9 +33,7 @@ class SGD(Optimizer):
             check_real("SGD", name, hyperparameters[name], low=0)
         check_real("SGD", "dampening", hyperparameters["dampening"])
         for name in ("nesterov", "maximize"):
-            if not isinstance(hyperparameters[name], bool):
-                raise TypeError(f"SGD: {name} must be True or False, "
-                                f"got {hyperparameters[name]!r}")
+            check_flag("SGD", name, hyperparameters[name])
         if hyperparameters["nesterov"] and (hyperparameters["momentum"] <= 0
                                             or hyperparameters["dampening"] != 0):
             raise ValueError("SGD: nesterov momentum needs momentum > 0 and dampening = 0")
