@@ -56,8 +56,8 @@ if ! "$PYTHON" -c 'import sys, tinynet; sys.exit(0 if tinynet.cuda_is_available(
     echo "gpu_check: no GPU here (needs CuPy and a CUDA device); nothing checked" >&2
     exit 1
 fi
-if ! "$PYTHON" -c 'import tinynet.kernels.cuda_3_held'; then
-    echo "gpu_check: tinynet.kernels.cuda_3_held does not import (see above); nothing checked" >&2
+if ! "$PYTHON" -c 'import tinynet.kernels.ladder.cuda_3_held'; then
+    echo "gpu_check: tinynet.kernels.ladder.cuda_3_held does not import (see above); nothing checked" >&2
     exit 1
 fi
 
@@ -66,7 +66,7 @@ fi
 # so that the tests' time limit is spent on the GPU. Should this fail, the
 # test that needs them will say why.
 start=$SECONDS
-cpu_kernels='import tinynet.kernels.cpu_2_vectorized, tinynet.kernels.cpu_3_pipelined'
+cpu_kernels='import tinynet.kernels.ladder.cpu_2_vectorized, tinynet.kernels.ladder.cpu_3_pipelined'
 if timeout 90 "$PYTHON" -c "$cpu_kernels"; then
     echo "gpu_check: CPU kernels compiled or loaded in $((SECONDS - start)) s"
 else

@@ -1,4 +1,5 @@
-"""How the CUDA kernels' launch shape (``tinynet.kernels.cuda_3_held.Launch``) sets their speed.
+"""How the CUDA kernels' launch shape (``tinynet.kernels.ladder.cuda_3_held.Launch``) sets
+their speed.
 
     python benchmarks/gpu_launch_sweep.py          # needs CuPy and a CUDA GPU
 
@@ -6,7 +7,7 @@ For each GPU shape of ``benchmarks/layernorm.py``, times the forward, the
 backward and the backward's column-sum kernel alone under variants of the
 default launch (one or two knobs changed at a time), as kernel time (CUDA events, queue
 kept full) and as a fraction of the device-to-device copy bandwidth. The
-defaults in ``kernels/_cuda_launch.py`` were chosen from this table.
+defaults in ``kernels/ladder/_cuda_launch.py`` were chosen from this table.
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ BACKWARD_VARIANTS = {
 
 def variants(*tables):
     """The default launch, then each variant: [(label, Launch)]."""
-    from tinynet.kernels.cuda_3_held import GPU_LAUNCH
+    from tinynet.kernels.ladder.cuda_3_held import GPU_LAUNCH
     found = [("default", GPU_LAUNCH)]
     for table in tables:
         found += [(label, dataclasses.replace(GPU_LAUNCH, **knobs))
@@ -118,7 +119,7 @@ def main():
     from tinynet.backend import cuda_is_available
     if not cuda_is_available():
         sys.exit("gpu_launch_sweep: needs CuPy and a CUDA GPU")
-    from tinynet.kernels import cuda_3_held as kernels
+    from tinynet.kernels.ladder import cuda_3_held as kernels
 
     hold = gpu_hold_kernel()
     copy_bw = gpu_copy_bandwidth(cupy, hold)

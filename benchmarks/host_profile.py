@@ -6,8 +6,8 @@ On a GPU, a small batch costs more on the host than on the device: on the H200
 a Numba CUDA forward at (32768, 1024) made its caller wait 478 µs for 135 µs
 of GPU time, and the backward at (65536, 256) 1063 µs for 131 µs
 (benchmarks/layernorm.py). This runs ``layer_norm_forward`` and
-``layer_norm_backward`` of ``tinynet.kernels.cpu_5_typed`` (the top CPU rung)
-or ``tinynet.kernels.cuda_3_held`` (float32, one thread) N times under cProfile and
+``layer_norm_backward`` of ``tinynet.kernels.ladder.cpu_5_typed`` (the top CPU rung)
+or ``tinynet.kernels.ladder.cuda_3_held`` (float32, one thread) N times under cProfile and
 prints, per call: the time without the profiler, the profiled time by package
 (tinynet, numba, cupy, numpy, Python's own built-ins, other) and the functions
 with the most time of their own. cProfile adds about a microsecond to each
@@ -55,14 +55,14 @@ def kernel_calls(device: str, shape):
     xp, synchronize = np, lambda: None                  # noqa: E731
     if device == "cuda" and numba.config.ENABLE_CUDASIM:
         # NumPy arrays through the simulator: only to try this script without a GPU.
-        from tinynet.kernels import cuda_3_held as kernels
+        from tinynet.kernels.ladder import cuda_3_held as kernels
     elif device == "cuda":
         import cupy
 
-        from tinynet.kernels import cuda_3_held as kernels
+        from tinynet.kernels.ladder import cuda_3_held as kernels
         xp, synchronize = cupy, cupy.cuda.get_current_stream().synchronize
     else:
-        from tinynet.kernels import cpu_5_typed as kernels
+        from tinynet.kernels.ladder import cpu_5_typed as kernels
     x, gain, bias, dy = layer_norm_inputs(xp, shape)
     _, mean, rstd = kernels.layer_norm_forward(x, gain, bias, EPS)    # compiles
     kernels.layer_norm_backward(dy, x, mean, rstd, gain)

@@ -1,4 +1,4 @@
-"""The kernel ladder (kernels/ladder.py): every rung of each device, timed.
+"""The kernel ladder (kernels/ladder/): every rung of each device, timed.
 
     python benchmarks/kernel_ladder.py [--threads N] [--repeat N] [--cpu-only | --gpu-only]
 

@@ -6,7 +6,7 @@ What benchmarks/kernel_ladder.py (every rung of each device, forward+backward,
 against PyTorch) does not show: the GPU's forward and backward apart, each with
 its kernel time (CUDA events) and wall time (the host clock after a
 synchronize, what a caller waits), for the Numba CUDA kernels
-(``tinynet.kernels.cuda_3_held``), the reference run on CuPy arrays (a composite of
+(``tinynet.kernels.ladder.cuda_3_held``), the reference run on CuPy arrays (a composite of
 CuPy array ops) and PyTorch on CUDA when it has it, float32, on (32768, 1024),
 (8192, 4096) and (65536, 256). Bandwidth counts the minimal traffic (the
 forward reads x and writes y, 2·rows·H·4 bytes; the backward reads dy and x
@@ -116,7 +116,7 @@ def gpu_time(cupy, fn, hold, repeat=20, rounds=3):
     first event has already passed when the last call is queued, the queue ran
     dry: the round is run again with a longer hold.
     """
-    from tinynet.kernels.cuda_3_held import _launch
+    from tinynet.kernels.ladder.cuda_3_held import _launch
     synchronize = cupy.cuda.get_current_stream().synchronize
     fn()
     synchronize()
@@ -163,8 +163,8 @@ def gpu_tables(torch):
         return
     import cupy
 
-    from tinynet.kernels import cuda_3_held as cuda_kernels
-    from tinynet.kernels import reference
+    from tinynet.kernels.ladder import cuda_3_held as cuda_kernels
+    from tinynet.kernels.ladder import reference
 
     hold = gpu_hold_kernel()
     copy_bw = gpu_copy_bandwidth(cupy, hold)

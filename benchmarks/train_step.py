@@ -18,7 +18,7 @@ AdamW; PyTorch runs nanoGPT's model.py with its fused attention). A cell is the 
 of each process's median step, with the spread over rounds; ratio = tinynet /
 PyTorch. Targets at the defaults: ratio ≤ 0.8 (MLP, LSTM), ≤ 0.9 (GPT), ≤ 1.0 (ConvNet,
 against PyTorch's oneDNN convolutions).
-``--kernels`` runs tinynet on another rung of the kernel ladder (kernels/ladder.py).
+``--kernels`` runs tinynet on another rung of the kernel ladder (kernels/ladder/).
 """
 from __future__ import annotations
 

@@ -1,28 +1,25 @@
-"""The attention of every head at once (kernels/cpu_attention.py) against the node's own
-batched products (its spec), and the cases it leaves to them."""
+"""The attention of every head at once (kernels/ops/attention_heads_cpu.py) against its
+spec's composite of batched products (kernels/ops/attention_heads_spec.py), and the
+cases it leaves to that composite."""
 import numpy as np
 import pytest
 
 import tinynet
 from tinynet.backend import get_backend
-from tinynet.kernels import cpu_attention
+from tinynet.kernels.ops import attention_heads_cpu, attention_heads_spec
 from tinynet.nn import functional as F
 
 needs_kernels = pytest.mark.skipif(
-    cpu_attention.small_kernels() is None,
+    attention_heads_cpu.small_kernels() is None,
     reason="NumPy's OpenBLAS has no small-matrix kernels for this CPU")
 
 
 @pytest.fixture
-def products_only():
-    """The node's own products and softmax: the heads kernel switched off."""
-    table = get_backend("cpu").kernels
-
+def products_only(monkeypatch):
+    """The spec's products and softmax: the all-heads loops switched off."""
     def without_heads():
-        table.attention_heads_forward = lambda *arguments: None
-        table.attention_heads_backward = lambda *arguments: None
-    yield without_heads
-    table.rebuild()
+        monkeypatch.setattr(attention_heads_cpu, "small_kernels", lambda: None)
+    return without_heads
 
 
 def attention_and_grads(make_inputs, **options):
@@ -94,20 +91,24 @@ def test_a_query_with_every_key_masked_gets_zeros(products_only):
 def test_the_kernel_runs_for_the_gpt_and_lays_out_its_results_as_the_inputs():
     q, k, v = (np.random.default_rng(0).standard_normal((2, 6, 3, 2, 4)).astype(np.float32)
                .transpose(2, 0, 3, 1, 4))
-    out, weights = cpu_attention.attention_heads_forward(q, k, v, None, 0.5)
+    assert attention_heads_cpu.runs_all_heads(q, k, v, None)
+    out, weights = attention_heads_cpu.attention_heads_forward(q, k, v, None, 0.5)
     assert out.transpose(0, 2, 1, 3).flags.c_contiguous and weights.flags.c_contiguous
-    grads = cpu_attention.attention_heads_backward(q, k, v, weights, out, 0.5)
-    for grad, x in zip(grads, (q, k, v), strict=True):
+    needs = (True, True, True, False)
+    grads = attention_heads_cpu.attention_heads_backward(q, k, v, weights, None, out, None, 0.5,
+                                                         needs, None)
+    assert grads[3] is None
+    for grad, x in zip(grads[:3], (q, k, v), strict=True):
         assert grad.shape == x.shape
         assert np.argsort(grad.strides).tolist() == np.argsort(x.strides).tolist()
 
 
 @pytest.mark.parametrize("case", ["float64", "broadcast batch", "mask per batch",
-                                  "scattered rows", "3-D"])
-def test_cases_it_leaves_to_the_products(case):
+                                  "scattered rows", "3-D", "dropout"])
+def test_cases_it_leaves_to_the_spec_give_the_specs_results(case):
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((2, 3, 5, 4)).astype(np.float32) for _ in range(3))
-    bias = None
+    bias = drop = None
     if case == "float64":
         q, k, v = (a.astype(np.float64) for a in (q, k, v))
     elif case == "broadcast batch":
@@ -118,34 +119,56 @@ def test_cases_it_leaves_to_the_products(case):
         q = np.asfortranarray(q)
     elif case == "3-D":
         q, k, v = q[0], k[0], v[0]
-    assert cpu_attention.attention_heads_forward(q, k, v, bias, 0.5) is None
+    elif case == "dropout":
+        drop = (rng.random((2, 3, 5, 5)) > 0.3).astype(np.float32) / np.float32(0.7)
+    assert not attention_heads_cpu.runs_all_heads(q, k, v, bias, drop)
+    ours = attention_heads_cpu.attention_heads_forward(q, k, v, bias, 0.5, drop)
+    spec = attention_heads_spec.attention_heads_forward(q, k, v, bias, 0.5, drop)
+    for a, b in zip(ours, spec, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    grad = rng.standard_normal(ours[0].shape).astype(q.dtype)
+    needs = (True, True, True, bias is not None)
+    ours = attention_heads_cpu.attention_heads_backward(q, k, v, spec[1], drop, grad, None, 0.5,
+                                                        needs, None if bias is None else bias.shape)
+    spec = attention_heads_spec.attention_heads_backward(q, k, v, spec[1], drop, grad, None, 0.5,
+                                                         needs,
+                                                         None if bias is None else bias.shape)
+    for a, b in zip(ours, spec, strict=True):
+        if b is None:
+            assert a is None
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-def test_without_the_library_kernels_the_products_run(monkeypatch):
-    monkeypatch.setattr(cpu_attention, "small_kernels", lambda: None)
+def test_without_the_library_kernels_the_spec_runs(monkeypatch):
+    monkeypatch.setattr(attention_heads_cpu, "small_kernels", lambda: None)
     q = np.zeros((1, 1, 2, 2), np.float32)
-    assert cpu_attention.attention_heads_forward(q, q, q, None, 1.0) is None
-    assert cpu_attention.attention_heads_backward(q, q, q, np.zeros((1, 1, 2, 2), np.float32),
-                                                  q, 1.0) is None
+    assert not attention_heads_cpu.runs_all_heads(q, q, q, None)
     make = gpt_heads(steps=4)
     out, grads = attention_and_grads(make, is_causal=True)
     assert np.isfinite(out).all() and np.abs(grads[0]).sum() > 0
 
 
-def test_dropout_and_a_mask_that_learns_keep_to_the_products():
+def test_dropout_and_a_mask_that_learns_keep_to_the_spec(monkeypatch):
     calls = []
+    forward, backward = attention_heads_cpu._forward_heads, attention_heads_cpu._backward_heads
+    monkeypatch.setattr(attention_heads_cpu, "_forward_heads",
+                        lambda *a: calls.append("forward") or forward(*a))
+    monkeypatch.setattr(attention_heads_cpu, "_backward_heads",
+                        lambda *a: calls.append("backward") or backward(*a))
+    make = gpt_heads(steps=4)
+    leaves, (q, k, v, _) = make()
+    F.scaled_dot_product_attention(q, k, v, dropout_p=0.5).sum().backward()
+    assert calls == []
+    mask = tinynet.tensor(np.zeros((4, 4), np.float32), requires_grad=True)
+    leaves, (q, k, v, _) = make()
+    F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+    expected = ["forward"] if attention_heads_cpu.small_kernels() is not None else []
+    assert calls == expected and mask.grad is not None
+
+
+def test_the_cpu_table_runs_the_kernel_and_the_reference_rung_the_spec():
     table = get_backend("cpu").kernels
-    forward, backward = table.attention_heads_forward, table.attention_heads_backward
-    table.attention_heads_forward = lambda *a: calls.append("forward") or forward(*a)
-    table.attention_heads_backward = lambda *a: calls.append("backward") or backward(*a)
-    try:
-        make = gpt_heads(steps=4)
-        leaves, (q, k, v, _) = make()
-        F.scaled_dot_product_attention(q, k, v, dropout_p=0.5).sum().backward()
-        assert calls == []
-        mask = tinynet.tensor(np.zeros((4, 4), np.float32), requires_grad=True)
-        leaves, (q, k, v, _) = make()
-        F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
-        assert calls == ["forward"] and mask.grad is not None
-    finally:
-        table.rebuild()
+    assert table.attention_heads_forward is attention_heads_cpu.attention_heads_forward
+    with tinynet.use_kernels("reference"):
+        assert table.attention_heads_backward is attention_heads_spec.attention_heads_backward

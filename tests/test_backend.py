@@ -37,7 +37,7 @@ def test_kernel_table_lookup_register_and_reference_switch():
     table.register("layer_norm_forward", lambda *a: "fast")
     assert table.layer_norm_forward() == "fast"
     with tinynet.use_reference_kernels():
-        assert table.layer_norm_forward.__module__ == "tinynet.kernels.reference"
+        assert table.layer_norm_forward.__module__ == "tinynet.kernels.ladder.reference"
     assert table.layer_norm_forward() == "fast"
     with pytest.raises(AttributeError, match="no kernel named"):
         table.missing_kernel
@@ -61,8 +61,8 @@ def test_the_default_rung_and_a_chosen_one():
                                                      + 1] if "rms_norm_forward" in r.kernels]
             assert table.rms_norm_forward is kernel(below[-1], "rms_norm_forward")
     with tinynet.use_kernels("reference"):
-        assert table.adam_step.__module__ == "tinynet.kernels.reference"
-    assert table.adam_step.__module__ == "tinynet.kernels.cpu_adam"
+        assert table.adam_step.__module__ == "tinynet.kernels.ops.adam_spec"
+    assert table.adam_step.__module__ == "tinynet.kernels.ops.adam_cpu"
 
 
 def test_an_unknown_rung_is_named():

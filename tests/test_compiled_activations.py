@@ -1,7 +1,7 @@
 """The compiled float32 kernels of the activations and the row ops
-(kernels/cpu_pointwise.py, kernels/cpu_rows.py) against their spec,
-kernels/reference.py, computed in float64; their edges (0, ±inf, NaN) against
-the reference's in float32; the cases they hand to the reference unchanged;
+(kernels/ops/pointwise_cpu.py, kernels/ops/rows_cpu.py) against their spec,
+kernels/ops/*_spec.py, computed in float64; their edges (0, ±inf, NaN) against
+the spec's in float32; the cases they hand to the spec unchanged;
 and the public ops against PyTorch in float32."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import tinynet
 import tinynet.nn.functional as F
-from tinynet.kernels import cpu_pointwise, cpu_rows, reference
+from tinynet.kernels.ops import pointwise_cpu, pointwise_spec, rows_cpu, rows_spec
 
 EDGES = np.array([0.0, -0.0, 1e-30, -1e-30, 1e-8, -1e-8, 0.5, -0.5, 20.0, -20.0, 87.0,
                   -87.0, 88.5, -88.5, 100.0, -100.0, 1e30, -1e30, np.inf, -np.inf, np.nan],
@@ -20,11 +20,11 @@ EDGES = np.array([0.0, -0.0, 1e-30, -1e-30, 1e-8, -1e-8, 0.5, -0.5, 20.0, -20.0,
 # backward takes it, else x itself)
 POINTWISE = {
     "sigmoid_forward": lambda x, g: (x,),
-    "sigmoid_backward": lambda x, g: (g, reference.sigmoid_forward(x)),
-    "silu_backward": lambda x, g: (g, x, reference.sigmoid_forward(x)),
+    "sigmoid_backward": lambda x, g: (g, pointwise_spec.sigmoid_forward(x)),
+    "silu_backward": lambda x, g: (g, x, pointwise_spec.sigmoid_forward(x)),
     "tanh_backward": lambda x, g: (g, np.tanh(x)),
     "relu_forward": lambda x, g: (x,),
-    "relu_backward": lambda x, g: (g, reference.relu_forward(x)),
+    "relu_backward": lambda x, g: (g, pointwise_spec.relu_forward(x)),
     "gelu_tanh_forward": lambda x, g: (x,),
     "gelu_tanh_backward": lambda x, g: (g, x),
 }
@@ -38,21 +38,21 @@ def _inputs(n=4099, seed=0):
 
 
 def _close_to_float64(got, args, name, rtol, atol=1e-37):
-    want = getattr(reference, name)(*(a.astype(np.float64) if isinstance(a, np.ndarray) else a
-                                      for a in args))
+    spec = tinynet.kernels.tables.spec_kernels()[name]
+    want = spec(*(a.astype(np.float64) if isinstance(a, np.ndarray) else a for a in args))
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol)
 
 
 def test_exp32_is_within_two_ulp_of_exp():
     x = np.linspace(-87, 88, 200_003, dtype=np.float32)
     got = np.empty_like(x)
-    cpu_pointwise._relu_loop(x, got)            # compiles the module's loops first
+    pointwise_cpu._relu_loop(x, got)            # compiles the module's loops first
     from numba import njit
 
     @njit
     def run(values, out):
         for i in range(values.size):
-            out[i] = cpu_pointwise.exp32(values[i])
+            out[i] = pointwise_cpu.exp32(values[i])
     run(x, got)
     want = np.exp(x.astype(np.float64))
     ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
@@ -65,20 +65,20 @@ def test_exp32_is_within_two_ulp_of_exp():
 
 def test_silu_forward_gives_the_value_and_the_sigmoid_it_keeps():
     x, _ = _inputs()
-    y, s = cpu_pointwise.silu_forward(x)
+    y, s = pointwise_cpu.silu_forward(x)
     assert y.dtype == s.dtype == np.float32 and y.shape == s.shape == x.shape
-    np.testing.assert_array_equal(s, cpu_pointwise.sigmoid_forward(x))
+    np.testing.assert_array_equal(s, pointwise_cpu.sigmoid_forward(x))
     np.testing.assert_array_equal(y, x * s)
-    want_y, want_s = reference.silu_forward(x.astype(np.float64))
+    want_y, want_s = pointwise_spec.silu_forward(x.astype(np.float64))
     np.testing.assert_allclose(y, want_y, rtol=5e-6, atol=1e-6)
     with np.errstate(all="ignore"):
-        for got, want in zip(cpu_pointwise.silu_forward(EDGES), reference.silu_forward(EDGES),
+        for got, want in zip(pointwise_cpu.silu_forward(EDGES), pointwise_spec.silu_forward(EDGES),
                              strict=True):
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
             np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)],
                                        rtol=5e-6, atol=1e-30)
-    for got, want in zip(cpu_pointwise.silu_forward(x.astype(np.float64)),
-                         reference.silu_forward(x.astype(np.float64)), strict=True):
+    for got, want in zip(pointwise_cpu.silu_forward(x.astype(np.float64)),
+                         pointwise_spec.silu_forward(x.astype(np.float64)), strict=True):
         np.testing.assert_array_equal(got, want)
 
 
@@ -86,7 +86,7 @@ def test_silu_forward_gives_the_value_and_the_sigmoid_it_keeps():
 def test_pointwise_kernel_matches_the_spec_in_float64(name):
     x, g = _inputs()
     args = POINTWISE[name](x, g)
-    got = getattr(cpu_pointwise, name)(*args)
+    got = getattr(pointwise_cpu, name)(*args)
     assert got.dtype == np.float32 and got.shape == x.shape
     _close_to_float64(got, args, name, rtol=5e-6, atol=1e-6)
 
@@ -96,8 +96,8 @@ def test_pointwise_kernel_edges_are_the_specs(name):
     g = np.ones_like(EDGES)
     args = POINTWISE[name](EDGES, g)
     with np.errstate(all="ignore"):
-        want = getattr(reference, name)(*args)
-        got = getattr(cpu_pointwise, name)(*args)
+        want = getattr(pointwise_spec, name)(*args)
+        got = getattr(pointwise_cpu, name)(*args)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     finite = np.isfinite(want)
     np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
@@ -109,8 +109,8 @@ def test_pointwise_kernel_hands_other_arrays_to_the_spec(name):
     x, g = _inputs(64)
     for args in (tuple(a.astype(np.float64) for a in POINTWISE[name](x, g)),
                  tuple(np.repeat(a, 2)[::2] for a in POINTWISE[name](x, g))):
-        np.testing.assert_array_equal(getattr(cpu_pointwise, name)(*args),
-                                      getattr(reference, name)(*args))
+        np.testing.assert_array_equal(getattr(pointwise_cpu, name)(*args),
+                                      getattr(pointwise_spec, name)(*args))
 
 
 ROW_SHAPES = [(3, 1), (5, 7), (4, 8), (6, 65), (2, 3, 64), (1, 300)]
@@ -126,30 +126,30 @@ def _rows(shape, seed=1):
 def test_row_kernels_match_the_spec_in_float64(shape):
     x, g = _rows(shape)
     axis = len(shape) - 1
-    y = cpu_rows.softmax_forward(x, axis)
+    y = rows_cpu.softmax_forward(x, axis)
     _close_to_float64(y, (x, axis), "softmax_forward", rtol=1e-5, atol=1e-7)
-    _close_to_float64(cpu_rows.softmax_backward(g, y, axis), (g, y, axis),
+    _close_to_float64(rows_cpu.softmax_backward(g, y, axis), (g, y, axis),
                       "softmax_backward", rtol=1e-4, atol=1e-6)
-    out = cpu_rows.log_softmax_forward(x, axis)
+    out = rows_cpu.log_softmax_forward(x, axis)
     _close_to_float64(out, (x, axis), "log_softmax_forward", rtol=1e-5, atol=1e-5)
-    _close_to_float64(cpu_rows.log_softmax_backward(g, out, axis), (g, out, axis),
+    _close_to_float64(rows_cpu.log_softmax_backward(g, out, axis), (g, out, axis),
                       "log_softmax_backward", rtol=1e-4, atol=1e-5)
-    _close_to_float64(cpu_rows.sum_last_axis(x), (x,), "sum_last_axis", rtol=1e-5, atol=1e-4)
+    _close_to_float64(rows_cpu.sum_last_axis(x), (x,), "sum_last_axis", rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("classes", [1, 7, 65])
 def test_cross_entropy_kernels_match_the_spec_in_float64(classes):
     logits, _ = _rows((9, classes))
     target = np.arange(9) % classes
-    losses, probs = cpu_rows.cross_entropy_forward(logits, target)
+    losses, probs = rows_cpu.cross_entropy_forward(logits, target)
     assert losses.shape == (9,) and probs.shape == logits.shape
-    want_losses, want_probs = reference.cross_entropy_forward(logits.astype(np.float64), target)
+    want_losses, want_probs = rows_spec.cross_entropy_forward(logits.astype(np.float64), target)
     np.testing.assert_allclose(losses, want_losses, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(probs, want_probs, rtol=1e-6, atol=1e-7)
     for scale in (np.float32(0.25) + np.zeros((), np.float32),
                   np.linspace(0, 1, 9, dtype=np.float32)):
-        got = cpu_rows.cross_entropy_backward(probs, scale, target)
-        want = reference.cross_entropy_backward(want_probs, scale.astype(np.float64), target)
+        got = rows_cpu.cross_entropy_backward(probs, scale, target)
+        want = rows_spec.cross_entropy_backward(want_probs, scale.astype(np.float64), target)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
@@ -162,16 +162,16 @@ def test_row_kernel_edges_are_the_specs():
                   [-1e30, 88.0, -88.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]], np.float32)
     with np.errstate(all="ignore"):
         for name in ("softmax_forward", "log_softmax_forward"):
-            want = getattr(reference, name)(x, 1)
-            got = getattr(cpu_rows, name)(x, 1)
+            want = getattr(rows_spec, name)(x, 1)
+            got = getattr(rows_cpu, name)(x, 1)
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=name)
             np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)],
                                        rtol=1e-6, atol=1e-7, err_msg=name)
-        masked = cpu_rows.softmax_forward(x[4:5], 1)
+        masked = rows_cpu.softmax_forward(x[4:5], 1)
         assert (masked[x[4:5] == -np.inf] == 0).all()       # exactly 0, as e^−∞
         target = np.arange(len(x)) % x.shape[1]
-        for want, got in zip(reference.cross_entropy_forward(x, target),
-                             cpu_rows.cross_entropy_forward(x, target), strict=True):
+        for want, got in zip(rows_spec.cross_entropy_forward(x, target),
+                             rows_cpu.cross_entropy_forward(x, target), strict=True):
             np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
             np.testing.assert_allclose(got[~np.isnan(want)], want[~np.isnan(want)],
                                        rtol=1e-6, atol=1e-7)
@@ -180,21 +180,21 @@ def test_row_kernel_edges_are_the_specs():
 def test_row_kernels_hand_other_axes_and_dtypes_to_the_spec():
     x, g = _rows((4, 6, 5))
     for args in ((x, 1), (x.astype(np.float64), 2), (x.transpose(0, 2, 1), 2)):
-        np.testing.assert_array_equal(cpu_rows.softmax_forward(*args),
-                                      reference.softmax_forward(*args))
-        np.testing.assert_array_equal(cpu_rows.log_softmax_forward(*args),
-                                      reference.log_softmax_forward(*args))
-    np.testing.assert_array_equal(cpu_rows.sum_last_axis(x.astype(np.float64)),
+        np.testing.assert_array_equal(rows_cpu.softmax_forward(*args),
+                                      rows_spec.softmax_forward(*args))
+        np.testing.assert_array_equal(rows_cpu.log_softmax_forward(*args),
+                                      rows_spec.log_softmax_forward(*args))
+    np.testing.assert_array_equal(rows_cpu.sum_last_axis(x.astype(np.float64)),
                                   x.astype(np.float64).sum(axis=-1))
-    assert cpu_rows.sum_last_axis(np.zeros((3, 0), np.float32)).shape == (3,)
+    assert rows_cpu.sum_last_axis(np.zeros((3, 0), np.float32)).shape == (3,)
 
 
 @pytest.mark.parametrize("shape", [(768,), (2, 3), ()])
 @pytest.mark.parametrize("size", [512, 1, 0])
 def test_sum_last_axis_backward_spreads_each_value(shape, size):
     grad = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
-    got = cpu_rows.sum_last_axis_backward(grad, size)
-    want = reference.sum_last_axis_backward(grad, size)
+    got = rows_cpu.sum_last_axis_backward(grad, size)
+    want = rows_spec.sum_last_axis_backward(grad, size)
     assert got.shape == shape + (size,) and got.dtype == np.float32
     np.testing.assert_array_equal(got, want)
     if grad.size and size:
@@ -218,7 +218,7 @@ def test_add_bias_is_numpys_add_bit_for_bit(shape):
     out.reshape(-1)[:4] = [np.inf, -0.0, np.nan, 3e38][:out.size]
     bias = np.random.default_rng(2).standard_normal(shape[-1:]).astype(np.float32)
     want = out + bias
-    got = cpu_rows.add_bias(out, bias)
+    got = rows_cpu.add_bias(out, bias)
     assert got is out                                   # in place
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
@@ -226,10 +226,10 @@ def test_add_bias_is_numpys_add_bit_for_bit(shape):
 
 def test_add_bias_hands_other_arrays_to_numpy():
     out = np.ones((3, 4))
-    assert cpu_rows.add_bias(out, np.arange(4.0)) is out
+    assert rows_cpu.add_bias(out, np.arange(4.0)) is out
     np.testing.assert_array_equal(out, np.ones((3, 4)) + np.arange(4.0))
     transposed = np.ones((3, 4), np.float32).T               # a product's (W xᵀ)ᵀ
-    np.testing.assert_array_equal(cpu_rows.add_bias(transposed, np.arange(3, dtype=np.float32)),
+    np.testing.assert_array_equal(rows_cpu.add_bias(transposed, np.arange(3, dtype=np.float32)),
                                   np.ones((4, 3)) + np.arange(3))
 
 
@@ -283,7 +283,9 @@ def test_the_cpu_table_runs_the_compiled_kernels_and_the_reference_rung_the_spec
     table = tinynet.backend.get_backend("cpu").kernels
     expected = compiled[name]
     assert getattr(table, name) is expected is tinynet.kernels.which(name)
-    assert expected.__module__.startswith("tinynet.kernels.cpu_")
+    assert expected.__module__.startswith("tinynet.kernels.ops.")
+    assert expected.__module__.endswith("_cpu")     # beside its spec, in the same folder
+    assert specs[name].__module__ == expected.__module__.removesuffix("_cpu") + "_spec"
     with tinynet.use_kernels("reference"):
         assert getattr(table, name) is specs[name] is tinynet.kernels.which(name)
     assert getattr(table, name) is expected

@@ -1,6 +1,6 @@
 """The convnet's compiled CPU kernels against their NumPy references, the spec:
-max pooling (kernels/cpu_pooling.py), batch normalization (cpu_batch_norm.py),
-im2col, col2im and the output's swap (cpu_conv.py). float64 to 1e-12 (or bit for bit where the
+max pooling (kernels/ops/pooling_cpu.py), batch normalization (batch_norm_cpu.py),
+im2col, col2im and the output's swap (conv_cpu.py). float64 to 1e-12 (or bit for bit where the
 kernel does the reference's arithmetic in its order), float32 close; awkward
 sizes, padding, ceil_mode, strides and dilations, ties, NaN and −inf, batch 1,
 inputs large enough for the parallel drivers; the fallbacks; and a ConvNet
@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet.kernels import (
-    cpu_batch_norm,
-    cpu_conv,
-    cpu_pooling,
-    reference_batch_norm,
-    reference_conv,
-    reference_pooling,
+from tinynet.kernels._common import PARALLEL_MIN_ELEMENTS
+from tinynet.kernels.ops import (
+    batch_norm_cpu,
+    batch_norm_spec,
+    conv_cpu,
+    conv_spec,
+    pooling_cpu,
+    pooling_spec,
 )
-from tinynet.kernels._cpu_rung import PARALLEL_MIN_ELEMENTS
 from tinynet.models import ConvNet
 from tinynet.ops.pooling import _output_length
 
@@ -26,7 +26,7 @@ DTYPES = (np.float64, np.float32)
 
 
 class _Forbidden:
-    """Stands in for a reference module: a call means the kernel fell back."""
+    """Stands in for a spec module: a call means the kernel fell back."""
 
     def __getattr__(self, name):
         raise AssertionError(f"the compiled kernel fell back to the reference ({name})")
@@ -34,8 +34,8 @@ class _Forbidden:
 
 @pytest.fixture
 def compiled_only(monkeypatch):
-    for module in (cpu_pooling, cpu_batch_norm, cpu_conv):
-        name = next(n for n in vars(module) if n.startswith("reference_"))
+    for module in (pooling_cpu, batch_norm_cpu, conv_cpu):
+        name = next(n for n in vars(module) if n.endswith("_spec"))
         monkeypatch.setattr(module, name, _Forbidden())
 
 
@@ -73,17 +73,17 @@ def check_max_pool(x, geometry, ceil_mode=False):
     """The kernel's (best, arg) and gradient against the reference's."""
     kernel, stride, padding, dilation = geometry
     out = pool_out(x.shape, *geometry, ceil_mode)
-    best, arg = cpu_pooling.max_pool_forward(x, kernel, stride, padding, dilation, out)
-    expected_best, expected_arg = reference_pooling.max_pool_forward(x, kernel, stride, padding,
+    best, arg = pooling_cpu.max_pool_forward(x, kernel, stride, padding, dilation, out)
+    expected_best, expected_arg = pooling_spec.max_pool_forward(x, kernel, stride, padding,
                                                                      dilation, out)
     assert best.dtype == x.dtype and best.shape == expected_best.shape
     np.testing.assert_array_equal(best, expected_best)
     np.testing.assert_array_equal(arg, expected_arg)
     dy = np.random.default_rng(1).standard_normal(best.shape).astype(x.dtype)
     args = (x.shape, kernel, stride, padding, dilation, out)
-    dx = cpu_pooling.max_pool_backward(dy, arg, *args)
+    dx = pooling_cpu.max_pool_backward(dy, arg, *args)
     assert dx.shape == x.shape and dx.dtype == x.dtype
-    assert_close(dx, reference_pooling.max_pool_backward(dy, expected_arg, *args), x.dtype.type)
+    assert_close(dx, pooling_spec.max_pool_backward(dy, expected_arg, *args), x.dtype.type)
 
 
 @pytest.mark.parametrize("ceil_mode", [False, True])
@@ -107,7 +107,7 @@ def test_max_pool_ties_nan_and_inf(compiled_only, geometry):
     x[2, 0, :4] = np.inf
     check_max_pool(x, geometry)
     check_max_pool(x, geometry, ceil_mode=True)
-    best, _ = cpu_pooling.max_pool_forward(x, *geometry, pool_out(x.shape, *geometry, False))
+    best, _ = pooling_cpu.max_pool_forward(x, *geometry, pool_out(x.shape, *geometry, False))
     assert np.isnan(best[0, 0]).any() and (best[1, 1] == -np.inf).all()
 
 
@@ -124,8 +124,8 @@ def test_max_pool_falls_back_for_other_inputs():
                         (np.random.default_rng(5).standard_normal((2, 3, 6, 6)).astype(
                             np.float16), ((2, 2), (2, 2), (0, 0), (1, 1)))]:
         out = pool_out(x.shape, *geometry, False)
-        for ours, theirs in zip(cpu_pooling.max_pool_forward(x, *geometry, out),
-                                reference_pooling.max_pool_forward(x, *geometry, out),
+        for ours, theirs in zip(pooling_cpu.max_pool_forward(x, *geometry, out),
+                                pooling_spec.max_pool_forward(x, *geometry, out),
                                 strict=True):
             np.testing.assert_array_equal(ours, theirs)
 
@@ -147,8 +147,8 @@ def batch_norm_inputs(shape, dtype, seed=0):
 @pytest.mark.parametrize("shape", BATCH_NORM_SHAPES)
 def test_batch_norm_statistics(compiled_only, shape, dtype):
     x = batch_norm_inputs(shape, dtype)[0]
-    for ours, theirs, kind in zip(cpu_batch_norm.batch_norm_statistics(x),
-                                  reference_batch_norm.batch_norm_statistics(x),
+    for ours, theirs, kind in zip(batch_norm_cpu.batch_norm_statistics(x),
+                                  batch_norm_spec.batch_norm_statistics(x),
                                   (x.dtype, np.float64), strict=True):
         assert ours.dtype == theirs.dtype == kind       # squares summed in float64
         assert_close(ours, theirs, dtype)
@@ -163,19 +163,19 @@ def test_batch_norm_forward_and_backward(compiled_only, shape, dtype, training, 
     gain = gain if affine in ("both", "gain") else None
     bias = bias if affine in ("both", "bias") else None
     count = x.size // shape[1]
-    mean, squares = reference_batch_norm.batch_norm_statistics(x)
+    mean, squares = batch_norm_spec.batch_norm_statistics(x)
     if training:
         dof, var = count, squares / count
     else:                           # running statistics: constants, not this batch's
         dof, mean, var = None, mean + 0.25, squares / count + 0.5
-    y, rstd = cpu_batch_norm.batch_norm_forward(x, gain, bias, mean, var, 1e-5)
-    expected_y, expected_rstd = reference_batch_norm.batch_norm_forward(x, gain, bias, mean,
+    y, rstd = batch_norm_cpu.batch_norm_forward(x, gain, bias, mean, var, 1e-5)
+    expected_y, expected_rstd = batch_norm_spec.batch_norm_forward(x, gain, bias, mean,
                                                                         var, 1e-5)
     np.testing.assert_array_equal(rstd, expected_rstd)
     np.testing.assert_array_equal(y, expected_y)          # the reference's arithmetic
     args = (dy, x, mean, rstd, gain, bias is not None, dof)
-    ours = cpu_batch_norm.batch_norm_backward(*args)
-    theirs = reference_batch_norm.batch_norm_backward(*args)
+    ours = batch_norm_cpu.batch_norm_backward(*args)
+    theirs = batch_norm_spec.batch_norm_backward(*args)
     for name, a, b in zip(("dx", "dgain", "dbias"), ours, theirs, strict=True):
         assert (a is None) == (b is None), name
         if a is not None:
@@ -188,8 +188,8 @@ def test_batch_norm_falls_back_for_other_inputs():
     for x, gain in [(np.random.default_rng(6).standard_normal((5, 3)), np.ones(3)),
                     (np.random.default_rng(7).standard_normal((2, 3, 4)), np.ones(3, np.float32))]:
         mean, var = x.mean(axis=(0, 2) if x.ndim == 3 else 0), np.full(3, 0.5)
-        for ours, theirs in zip(cpu_batch_norm.batch_norm_forward(x, gain, None, mean, var, 1e-5),
-                                reference_batch_norm.batch_norm_forward(x, gain, None, mean, var,
+        for ours, theirs in zip(batch_norm_cpu.batch_norm_forward(x, gain, None, mean, var, 1e-5),
+                                batch_norm_spec.batch_norm_forward(x, gain, None, mean, var,
                                                                         1e-5), strict=True):
             np.testing.assert_array_equal(ours, theirs)
 
@@ -217,13 +217,13 @@ def test_im2col_and_col2im_are_the_reference_bit_for_bit(compiled_only, shape, k
                                                          padding, dilation, dtype):
     rng = np.random.default_rng(8)
     x = rng.standard_normal(shape).astype(dtype)
-    cols, padded_shape, out = cpu_conv.im2col(x, kernel, stride, padding, dilation)
-    expected = reference_conv.im2col(x, kernel, stride, padding, dilation)
+    cols, padded_shape, out = conv_cpu.im2col(x, kernel, stride, padding, dilation)
+    expected = conv_spec.im2col(x, kernel, stride, padding, dilation)
     assert (padded_shape, out) == expected[1:]
     np.testing.assert_array_equal(cols, expected[0])
     dcols = rng.standard_normal(cols.shape).astype(dtype)
-    dx = cpu_conv.col2im(dcols, padded_shape, stride, dilation, padding, shape[2:])
-    expected_dx = reference_conv.col2im(dcols, padded_shape, stride, dilation, padding, shape[2:])
+    dx = conv_cpu.col2im(dcols, padded_shape, stride, dilation, padding, shape[2:])
+    expected_dx = conv_spec.col2im(dcols, padded_shape, stride, dilation, padding, shape[2:])
     assert dx.dtype == x.dtype
     np.testing.assert_array_equal(dx, expected_dx)     # the same sums in the same order
 
@@ -237,13 +237,13 @@ def test_col2im_keeps_every_bit_of_the_reference_sums(compiled_only, shape, kern
     zeroed and added in one flat loop, which must leave the sums' bits as they are."""
     rng = np.random.default_rng(12)
     x = rng.standard_normal(shape).astype(dtype)
-    cols, padded_shape, _ = cpu_conv.im2col(x, kernel, stride, padding, dilation)
+    cols, padded_shape, _ = conv_cpu.im2col(x, kernel, stride, padding, dilation)
     dcols = rng.standard_normal(cols.shape).astype(dtype)
     dcols[rng.random(dcols.shape) < 0.2] = -0.0
     dcols[rng.random(dcols.shape) < 0.02] = np.nan
-    expected = reference_conv.col2im(dcols.copy(), padded_shape, stride, dilation, padding,
+    expected = conv_spec.col2im(dcols.copy(), padded_shape, stride, dilation, padding,
                                      shape[2:])
-    dx = cpu_conv.col2im(dcols, padded_shape, stride, dilation, padding, shape[2:])
+    dx = conv_cpu.col2im(dcols, padded_shape, stride, dilation, padding, shape[2:])
     assert dx.tobytes() == expected.tobytes()
 
 
@@ -251,8 +251,8 @@ def test_im2col_with_given_output_sizes(compiled_only):
     """Fewer windows than fit (as the transposed convolution asks for)."""
     x = np.random.default_rng(9).standard_normal((2, 3, 8, 9))
     args = ((3, 3), (2, 2), ((1, 1), (2, 2)), (1, 1), (3, 2))
-    np.testing.assert_array_equal(cpu_conv.im2col(x, *args)[0],
-                                  reference_conv.im2col(x, *args)[0])
+    np.testing.assert_array_equal(conv_cpu.im2col(x, *args)[0],
+                                  conv_spec.im2col(x, *args)[0])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -265,8 +265,8 @@ def test_swap_leading_axes_is_the_reference_bit_for_bit(compiled_only, shape, dt
     a = rng.standard_normal(shape).astype(dtype)
     a.reshape(-1)[::7] = -0.0
     bias = rng.standard_normal(shape[0]).astype(dtype) if with_bias else None
-    out = cpu_conv.swap_leading_axes(a, bias)
-    expected = reference_conv.swap_leading_axes(a, bias)
+    out = conv_cpu.swap_leading_axes(a, bias)
+    expected = conv_spec.swap_leading_axes(a, bias)
     assert out.shape == (shape[1], shape[0]) + shape[2:] and out.dtype == a.dtype
     assert out.flags.c_contiguous
     np.testing.assert_array_equal(out, expected)
@@ -277,9 +277,9 @@ def test_swap_leading_axes_is_the_reference_bit_for_bit(compiled_only, shape, dt
 
 def test_swap_leading_axes_takes_a_strided_input_and_falls_back_for_others():
     a = np.arange(24.0).reshape(4, 6)[:, ::2].reshape(4, 3)
-    np.testing.assert_array_equal(cpu_conv.swap_leading_axes(a), a.T)
+    np.testing.assert_array_equal(conv_cpu.swap_leading_axes(a), a.T)
     ints = np.arange(6).reshape(2, 3)
-    np.testing.assert_array_equal(cpu_conv.swap_leading_axes(ints, np.array([1, 2])),
+    np.testing.assert_array_equal(conv_cpu.swap_leading_axes(ints, np.array([1, 2])),
                                   ints.T + np.array([1, 2]))
 
 

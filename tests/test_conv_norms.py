@@ -16,7 +16,8 @@ import pytest
 import tinynet
 from tinynet import nn
 from tinynet.backend import KernelTable, get_backend
-from tinynet.kernels import ladder, reference
+from tinynet.kernels import ladder
+from tinynet.kernels.ladder import reference
 from tinynet.nn import functional as F
 from tinynet.ops import normalization as norm_ops
 from tinynet.testing import gradcheck

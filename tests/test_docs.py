@@ -18,6 +18,8 @@ How a block runs can be said in an HTML comment on the line just before its fenc
                                    package and the dot program), skipped elsewhere
     <!-- doctest: mnist=400 -->    MNIST is the first 400 training and 400 test images of
                                    the bundled sample (for blocks that train on it)
+    <!-- doctest: from tinynet/ops/activation.py -->   an excerpt of that file, not run: the
+                                   test is that the block appears in the file, verbatim
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ FENCE = re.compile(r"(?P<indent>\s*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)")
 COMMENT = re.compile(r"\s*<!--\s*doctest:(?P<options>.*?)-->\s*")
 SKIP = re.compile(r"skip\s*\((?P<reason>.+)\)")
 MNIST_SIZE = re.compile(r"mnist\s*=\s*(?P<size>[1-9][0-9]*)")
+EXCERPT = re.compile(r"from\s+(?P<path>[\w./-]+)")
 
 
 @dataclass
@@ -63,6 +66,9 @@ def read_options(text: str) -> dict:
     skip = SKIP.fullmatch(text)
     if skip:
         return {"skip": skip["reason"].strip()}
+    excerpt = EXCERPT.fullmatch(text)
+    if excerpt:
+        return {"from": excerpt["path"]}
     options = {}
     for option in filter(None, (part.strip() for part in text.split(","))):
         size = MNIST_SIZE.fullmatch(option)
@@ -72,7 +78,8 @@ def read_options(text: str) -> dict:
             options["mnist"] = int(size["size"])
         else:
             return {"error": f"doctest comment {text!r}: cannot read {option!r}; the options "
-                             "are 'skip (reason)', 'gpu', 'graphviz' and 'mnist=N'"}
+                             "are 'skip (reason)', 'from PATH', 'gpu', 'graphviz' and "
+                             "'mnist=N'"}
     return options
 
 
@@ -115,7 +122,9 @@ BLOCKS = {path: read_markdown(path)[0] for path in MARKDOWN_FILES}
 
 BLOCK_PARAMS = [pytest.param(block, id=block.name,
                              marks=[pytest.mark.gpu] if block.options.get("gpu") else [])
-                for blocks in BLOCKS.values() for block in blocks]
+                for blocks in BLOCKS.values() for block in blocks if "from" not in block.options]
+EXCERPTS = [pytest.param(block, id=block.name)
+            for blocks in BLOCKS.values() for block in blocks if "from" in block.options]
 
 
 @dataclass
@@ -134,6 +143,8 @@ mnist_subsets: dict[int, Path] = {}
 def skip_reason(block: Block) -> str | None:
     if "skip" in block.options:
         return block.options["skip"]
+    if "from" in block.options:
+        return f"an excerpt of {block.options['from']} (test_markdown_excerpt_is_in_its_file)"
     if block.options.get("gpu") and not tinynet.cuda_is_available():
         return "needs a CUDA GPU"
     if block.options.get("graphviz") and (importlib.util.find_spec("graphviz") is None
@@ -207,3 +218,19 @@ def test_doctest_comments_stand_before_python_blocks(path):
     assert not stray_comments, (
         f"{path.relative_to(ROOT)}, lines {stray_comments}: a doctest comment belongs on the "
         "line just before a ```python fence")
+
+
+@pytest.mark.parametrize("block", EXCERPTS)
+def test_markdown_excerpt_is_in_its_file(block):
+    """A block marked ``<!-- doctest: from PATH -->`` shows lines of the file PATH as they
+    are there, character for character (less their common indentation: a method may be
+    shown alone), so that the page cannot drift from the code."""
+    source = ROOT / block.options["from"]
+    assert source.is_file(), f"{block.name}: no file {block.options['from']}"
+    shown = block.code.strip("\n")
+    lines = source.read_text(encoding="utf-8").splitlines()
+    size = len(shown.splitlines())
+    assert any(textwrap.dedent("\n".join(lines[start:start + size])) == shown
+               for start in range(len(lines) - size + 1)), (
+        f"{block.name}, the block at line {block.line}, is not in {block.options['from']} "
+        "as it stands there: copy it again from the file")

@@ -28,12 +28,16 @@ docstring of at least three words, where ``help()`` finds it:
 **The reference** (``docs/api/*.md``) names what it shows, one ``::: path`` each
 (or a module whose ``__all__`` it shows): every name of each namespace's
 ``__all__`` and every public Tensor method must be on its page, and nothing else
-(no helper such as ``EmbeddingFunction`` or ``fan_in_bound``) may be.
+(no helper such as ``EmbeddingFunction`` or ``fan_in_bound``) may be. The pages are read
+as the site builds them: a ``<!-- ops: ... -->`` line stands for the entries of the ops
+of those modules (``docs/hooks/api_entries.py``).
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
+import pkgutil
 import re
 import types
 from pathlib import Path
@@ -78,6 +82,17 @@ ALSO_SHOWN = {"tinynet.autograd.Function", "tinynet.autograd.Context",
               "tinynet.hooks.RemovableHandle", "tinynet.kernels"}
 MIN_WORDS = 3
 DIRECTIVE = re.compile(r"^::: *(?P<path>[\w.]+) *$", re.MULTILINE)
+
+
+def load_hook(name: str):
+    """The module of ``docs/hooks/<name>.py`` (docs/hooks is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "hooks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+api_entries = load_hook("api_entries")
 
 
 # ---------------------------------------------------------------- the rule
@@ -251,7 +266,7 @@ def test_tensor_methods_take_their_ops_docstrings_by_reference():
 
 def directives() -> dict[str, list[str]]:
     """The ``::: path`` of each API page, in order."""
-    return {page.name: DIRECTIVE.findall(page.read_text(encoding="utf-8"))
+    return {page.name: DIRECTIVE.findall(api_entries.expand(page.read_text(encoding="utf-8")))
             for page in sorted(API.glob("*.md"))}
 
 
@@ -335,3 +350,22 @@ def test_api_pages_show_only_public_names():
     for helper in ("EmbeddingFunction", "index_array", "fan_in_bound", "extra_repr"):
         assert not any(path.endswith(f".{helper}") for paths in directives().values()
                        for path in paths), helper
+
+
+def test_each_module_of_ops_has_its_line_on_the_ops_page():
+    """Each module of tinynet/ops/ whose ops :mod:`tinynet.ops` exports is named on one
+    ``<!-- ops: ... -->`` line of ops.md, so that a new op of it has its entry; the
+    ``methods`` lines of tensor.md name modules too; no page shows a name twice."""
+    exporting = {info.name for info in pkgutil.iter_modules(tinynet.ops.__path__)
+                 if set(getattr(importlib.import_module(f"tinynet.ops.{info.name}"),
+                                "__all__", ())) & set(tinynet.ops.__all__)}
+    named = {"ops": [], "methods": []}
+    for page in sorted(API.glob("*.md")):
+        for line in api_entries.LINE.finditer(page.read_text(encoding="utf-8")):
+            named[line["kind"]] += line["modules"].split()
+    assert sorted(named["ops"]) == sorted(exporting), (sorted(named["ops"]), sorted(exporting))
+    assert set(named["methods"]) <= exporting and len(set(named["methods"])) == len(
+        named["methods"]), named["methods"]
+    for page, paths in directives().items():
+        twice = sorted({path for path in paths if paths.count(path) > 1})
+        assert not twice, f"docs/api/{page} shows these twice: {twice}"

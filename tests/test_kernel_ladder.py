@@ -1,4 +1,4 @@
-"""Every CPU rung of the kernel ladder (kernels/ladder.py) against the reference,
+"""Every CPU rung of the kernel ladder (kernels/ladder/) against the reference,
 on the same cases: awkward shapes, both dtypes, offset and constant rows, NaN
 rows, non-contiguous inputs, any thread count; RMSNorm where a rung has it."""
 import importlib
@@ -7,7 +7,8 @@ import numba
 import numpy as np
 import pytest
 
-from tinynet.kernels import ladder, reference
+from tinynet.kernels import ladder
+from tinynet.kernels.ladder import reference
 
 from test_kernels_cpu import (
     EPS,
@@ -262,3 +263,25 @@ def test_rms_norm_of_rows_that_overflow(rung, dtype):
     else:
         assert np.all(np.isnan(y[1:3])) and np.all(np.isnan(dx[1:3]))
         assert np.all(np.isfinite(y[[0, 3, 4]]))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_every_rung_defines_its_kernels_with_a_plain_def_in_its_own_file(device):
+    """A reader who opens a rung's file finds each of its kernels there, as a ``def``
+    (not made by a factory elsewhere), and the rung's folder is the ladder's."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    folder = Path(ladder.__file__).parent
+    for rung in ladder.LADDERS[device]:
+        path = folder / (rung.module.rsplit(".", 1)[1] + ".py")
+        assert path.exists(), f"{rung.module} is not in {folder}"
+        defined = {node.name for node in ast.parse(path.read_text(encoding="utf-8")).body
+                   if isinstance(node, ast.FunctionDef)}
+        missing = set(rung.kernels) - defined
+        assert not missing, f"{rung.module} does not def {sorted(missing)}"
+        if device == "cpu":
+            module = kernels_of(rung)
+            for name in rung.kernels:
+                assert inspect.getsourcefile(getattr(module, name)) == str(path)

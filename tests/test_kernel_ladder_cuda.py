@@ -1,4 +1,4 @@
-"""The CUDA rungs of the kernel ladder (kernels/ladder.py) against the reference,
+"""The CUDA rungs of the kernel ladder (kernels/ladder/) against the reference,
 under Numba's CUDA simulator (small shapes: it runs each CUDA thread as a Python
 thread) or on a GPU with CuPy arrays (every awkward H); RMSNorm where a rung has
 it. The machinery of the kernels held in registers (rungs 3 and 4: every launch
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet.kernels import ladder, reference
+from tinynet.kernels import ladder
+from tinynet.kernels.ladder import reference
 
 from test_kernel_ladder import assert_results_match
 from test_kernels_cpu import AWKWARD_H, EPS, RTOL, layer_norm_inputs
@@ -106,7 +107,7 @@ def test_a_rung_is_chosen_by_name_on_its_device_only():
     """use_kernels("vectors") runs rung 4's LayerNorm on cuda and rung 2's RMSNorm
     (the nearest rung below that has one); the CPU has no such rung."""
     from tinynet.backend import KernelTable
-    from tinynet.kernels import cuda_2_warp, cuda_4_vectors
+    from tinynet.kernels.ladder import cuda_2_warp, cuda_4_vectors
     on_cuda, on_cpu = KernelTable("cuda"), KernelTable("cpu")
     with tinynet.use_kernels("vectors"):
         assert on_cuda.layer_norm_forward is cuda_4_vectors.layer_norm_forward
@@ -127,7 +128,7 @@ def test_the_environment_variable_chooses_a_rung_for_the_process():
             "print(KernelTable('cuda').layer_norm_forward.__module__)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=dict(os.environ, TINYNET_KERNELS="vectors"), timeout=120)
-    assert result.stdout.strip() == "tinynet.kernels.cuda_4_vectors", result.stderr[-2000:]
+    assert result.stdout.strip() == "tinynet.kernels.ladder.cuda_4_vectors", result.stderr[-2000:]
 
 
 @pytest.mark.parametrize("rung", RUNGS, ids=lambda r: r.name)

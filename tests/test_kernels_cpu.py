@@ -1,12 +1,13 @@
-"""CPU rung 5 (tinynet.kernels.cpu_5_typed) and the Adam kernel (cpu_adam)
+"""CPU rung 5 (tinynet.kernels.ladder.cpu_5_typed) and the Adam kernel (adam_cpu)
 against the NumPy reference, the spec: the rung's own machinery (typed drivers
 that check their arguments, the serial and parallel drivers);
 tests/test_kernel_ladder.py runs every rung on the common cases."""
 import numpy as np
 import pytest
 
-from tinynet.kernels import cpu_5_typed as cpu
-from tinynet.kernels import cpu_adam, reference
+from tinynet.kernels.ladder import cpu_5_typed as cpu
+from tinynet.kernels.ladder import reference
+from tinynet.kernels.ops import adam_cpu, adam_spec
 
 RTOL = {np.float32: 1e-5, np.float64: 1e-12}
 EPS = 1e-5
@@ -288,8 +289,8 @@ def test_adam_step_matches_the_reference(shape, weight_decay, decay, dtype):
     for step in range(1, 4):
         grad = rng.standard_normal(shape).astype(dtype)
         hyper = (step, 1e-2, 0.9, 0.999, 1e-8, weight_decay, decay)
-        cpu_adam.adam_step(param, grad, exp_avg, exp_avg_sq, *hyper)
-        reference.adam_step(ref[0], grad, ref[1], ref[2], *hyper)
+        adam_cpu.adam_step(param, grad, exp_avg, exp_avg_sq, *hyper)
+        adam_spec.adam_step(ref[0], grad, ref[1], ref[2], *hyper)
     tol = dict(rtol=1e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
     for actual, expected in zip((param, exp_avg, exp_avg_sq), ref, strict=True):
         assert actual.dtype == dtype
@@ -307,8 +308,8 @@ def test_adam_step_decay_gives_the_bits_of_decaying_first(shape, dtype):
     for step in range(1, 4):
         grad = rng.standard_normal(shape).astype(dtype)
         param *= decay
-        cpu_adam.adam_step(param, grad, exp_avg, exp_avg_sq, step, 1e-2, 0.9, 0.99, 1e-8, 0.0)
-        cpu_adam.adam_step(fused[0], grad, fused[1], fused[2], step, 1e-2, 0.9, 0.99, 1e-8,
+        adam_cpu.adam_step(param, grad, exp_avg, exp_avg_sq, step, 1e-2, 0.9, 0.99, 1e-8, 0.0)
+        adam_cpu.adam_step(fused[0], grad, fused[1], fused[2], step, 1e-2, 0.9, 0.99, 1e-8,
                            0.0, decay)
     for separate, together in zip((param, exp_avg, exp_avg_sq), fused, strict=True):
         np.testing.assert_array_equal(together.view(np.uint8), separate.view(np.uint8))
@@ -318,25 +319,25 @@ def test_adam_step_decay_gives_the_bits_of_decaying_first(shape, dtype):
 def test_adam_step_rejects_mismatched_or_strided_arrays():
     param, exp_avg, exp_avg_sq, _ = adam_state((4, 6), np.float32)
     with pytest.raises(ValueError, match="grad has shape .* dtype float64"):
-        cpu_adam.adam_step(param, param.astype(np.float64), exp_avg, exp_avg_sq, 1, 1e-3,
+        adam_cpu.adam_step(param, param.astype(np.float64), exp_avg, exp_avg_sq, 1, 1e-3,
                       0.9, 0.999, 1e-8, 0.0)
     with pytest.raises(ValueError, match="contiguous"):
-        cpu_adam.adam_step(param[:, ::2], param[:, ::2], exp_avg[:, ::2], exp_avg_sq[:, ::2],
+        adam_cpu.adam_step(param[:, ::2], param[:, ::2], exp_avg[:, ::2], exp_avg_sq[:, ::2],
                       1, 1e-3, 0.9, 0.999, 1e-8, 0.0)
 
 
 def test_adam_flushes_subnormal_moments_to_zero():
     """A moment decaying below the smallest normal float becomes 0 (x86 computes
     with subnormals ~15x slower), and the update is unchanged to within 1e-30."""
-    from tinynet.kernels import reference
+    from tinynet.kernels.ops import adam_spec
     tiny = np.finfo(np.float32).tiny
     param = np.ones(4, np.float32)
     grad = np.zeros(4, np.float32)
     exp_avg = np.array([tiny, tiny * 0.5, -tiny * 2, 0.0], np.float32)
     exp_avg_sq = np.array([tiny * 0.5, tiny, 0.0, tiny * 4], np.float32)
     expected = [a.copy() for a in (param, grad, exp_avg, exp_avg_sq)]
-    reference.adam_step(*expected, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
-    cpu_adam.adam_step(param, grad, exp_avg, exp_avg_sq, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+    adam_spec.adam_step(*expected, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+    adam_cpu.adam_step(param, grad, exp_avg, exp_avg_sq, 3, 1e-3, 0.9, 0.999, 1e-8, 0.0)
     assert np.all((exp_avg == 0) | (np.abs(exp_avg) >= tiny))
     assert np.all((exp_avg_sq == 0) | (exp_avg_sq >= tiny))
     assert exp_avg[1] == 0 and exp_avg_sq[0] == 0          # 0.9 · tiny/2 is subnormal

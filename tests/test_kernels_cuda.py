@@ -1,5 +1,5 @@
-"""The Numba CUDA kernels held in registers (tinynet.kernels.cuda_3_held, rung 3, and
-tinynet.kernels.cuda_4_vectors, rung 4: the same kernels with vector access)
+"""The Numba CUDA kernels held in registers (tinynet.kernels.ladder.cuda_3_held, rung 3, and
+tinynet.kernels.ladder.cuda_4_vectors, rung 4: the same kernels with vector access)
 against the NumPy reference.
 
 On a machine with CuPy and a GPU these run on the GPU, with CuPy arrays and
@@ -21,7 +21,7 @@ import pytest
 from numba import cuda
 
 import tinynet
-from tinynet.kernels import reference
+from tinynet.kernels.ladder import reference
 
 from test_kernels_cpu import (
     AWKWARD_H,
@@ -43,8 +43,8 @@ pytestmark = [
 ]
 
 if SIMULATED or ON_GPU:
-    from tinynet.kernels import cuda_3_held as kernels
-    from tinynet.kernels._cuda_vectors import address
+    from tinynet.kernels.ladder import cuda_3_held as kernels
+    from tinynet.kernels.ladder._cuda_vectors import address
 
     LAUNCH = kernels.default_launch()
     # Short rows through the other paths: a block team holding them, and streamed.
@@ -215,7 +215,7 @@ def test_vector_access_falls_back_to_one_element_for_misaligned_arrays():
 
 def record_lanes(monkeypatch):
     """{"forward": [...], "backward": [...]}: the ``lanes`` of each held-row kernel
-    that kernels/cuda_3_held.py launches from here on."""
+    that kernels/ladder/cuda_3_held.py launches from here on."""
     def recording(make_kernel, lanes_of_calls):
         def make_recorded_kernel(held, lanes=1):
             lanes_of_calls.append(lanes)
@@ -248,7 +248,7 @@ GPU_RUNG_4_CASES = [((1000, 256), np.float32, False, 4), ((64, 4096), np.float32
                          ids=lambda v: str(v) if not isinstance(v, type) else v.__name__)
 def test_rung_4_accesses_runs_where_aligned_and_single_elements_elsewhere(
         monkeypatch, shape, dtype, x_misaligned, lanes):
-    from tinynet.kernels import cuda_4_vectors
+    from tinynet.kernels.ladder import cuda_4_vectors
     assert cuda_4_vectors.default_launch() == dataclasses.replace(LAUNCH, vector_access=True)
     x, gain, bias, dy = layer_norm_inputs(shape, dtype, 1e3)
     on_device = misaligned(x) if x_misaligned else to_device(x)
@@ -266,7 +266,7 @@ def test_rung_4_accesses_runs_where_aligned_and_single_elements_elsewhere(
 
 @pytest.mark.skipif(not SIMULATED, reason="tests the simulator's stand-ins for the intrinsics")
 def test_simulated_vector_access_refuses_a_misaligned_start():
-    from tinynet.kernels._cuda_vectors import load_lanes, store_lanes
+    from tinynet.kernels.ladder._cuda_vectors import load_lanes, store_lanes
     a, run = np.arange(12.0).reshape(2, 6), np.zeros(2)
     load_lanes(a, 6, run, 0, 2)                    # row 1, columns 0 and 1
     np.testing.assert_array_equal(run, [6.0, 7.0])
@@ -385,7 +385,7 @@ def test_a_numba_cuda_that_cannot_compile_under_this_numpy_is_named():
     script = ("import numpy\n"
               "if hasattr(numpy, 'row_stack'):\n"
               "    del numpy.row_stack            # as in NumPy 2.5\n"
-              "import tinynet.kernels.cuda_3_held\n"
+              "import tinynet.kernels.ladder.cuda_3_held\n"
               "from numba.cuda.np import arrayobj   # what the first kernel compile imports\n")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
@@ -431,7 +431,7 @@ def test_launch_refuses_knobs_that_cannot_launch():
 
 PUBLIC_SIMULATOR_USE = """
 import numpy as np
-from tinynet.kernels import cuda_3_held, reference
+from tinynet.kernels.ladder import cuda_3_held, reference
 rng = np.random.default_rng(0)
 x, gain, bias = rng.standard_normal((3, 40)), rng.standard_normal(40), rng.standard_normal(40)
 dy = rng.standard_normal((3, 40))

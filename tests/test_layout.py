@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet.kernels import cpu_attention
+from tinynet.kernels.ops import attention_heads_cpu
 from tinynet.nn import functional as F
 from tinynet.ops import joining, layout
 
@@ -66,7 +66,7 @@ def test_joined_slices_declines_what_is_not_one_array():
     assert layout.joined_slices([row[0:4], row[4:8]], 0) is not None
 
 
-@pytest.mark.skipif(cpu_attention.small_kernels() is None,
+@pytest.mark.skipif(attention_heads_cpu.small_kernels() is None,
                     reason="NumPy's OpenBLAS has no small-matrix kernels for this CPU")
 def test_the_gpt_split_copies_nothing_in_its_backward(monkeypatch):
     """q, k and v from one projection: the heads kernel's gradients lie as the split's

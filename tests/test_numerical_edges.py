@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet.kernels import reference
+from tinynet.kernels.ladder import reference
 
 torch = pytest.importorskip("torch")
 

@@ -16,6 +16,9 @@ def test_every_package_directory_is_listed_in_setup_cfg():
         ".".join(init.parent.relative_to(REPO_ROOT).parts)
         for init in (REPO_ROOT / "tinynet").rglob("__init__.py")
     }
-    found.add("tinynet.kernels")               # kernels/ is installed as tinynet.kernels
+    found |= {                                  # kernels/ is installed as tinynet.kernels
+        ".".join(("tinynet",) + init.parent.relative_to(REPO_ROOT).parts)
+        for init in (REPO_ROOT / "kernels").rglob("__init__.py")
+    }
     assert found - listed_packages() == set(), "packages missing from setup.cfg"
     assert listed_packages() - found == set(), "setup.cfg lists packages that do not exist"

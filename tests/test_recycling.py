@@ -1,4 +1,4 @@
-"""Recycled output memory (tinynet.kernels._recycling): reused only once unseen."""
+"""Recycled output memory (tinynet.kernels.ladder._recycling): reused only once unseen."""
 import gc
 import subprocess
 import sys
@@ -8,8 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from tinynet.kernels import _recycling
-from tinynet.kernels import cpu_4_recycled as cpu
+from tinynet.kernels.ladder import _recycling
+from tinynet.kernels.ladder import cpu_4_recycled as cpu
 
 BIG = (512, 1024)          # 2 MiB of float32: above MIN_BYTES
 
@@ -112,7 +112,7 @@ def test_a_loan_alive_at_interpreter_shutdown_dies_quietly():
     script = textwrap.dedent("""
         import numpy as np
         from numba import njit
-        from tinynet.kernels import _recycling
+        from tinynet.kernels.ladder import _recycling
         x = _recycling.empty((1024, 1024), np.float32)
         x[:] = 1
         total = njit(lambda a: a.sum())

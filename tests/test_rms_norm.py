@@ -9,7 +9,7 @@ import pytest
 import tinynet
 from tinynet import nn
 from tinynet.backend import get_backend
-from tinynet.kernels import reference
+from tinynet.kernels.ladder import reference
 from tinynet.nn import functional as F
 from tinynet.testing import gradcheck
 

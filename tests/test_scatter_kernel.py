@@ -1,5 +1,5 @@
-"""The embedding's compiled gradient (kernels/cpu_scatter.py) against its spec,
-kernels/reference.py's ``add_rows``: the same bits, since it adds each run of
+"""The embedding's compiled gradient (kernels/ops/scatter_cpu.py) against its spec,
+kernels/ops/scatter_spec.py's ``add_rows``: the same bits, since it adds each run of
 rows in NumPy's pairwise order; runs of every length (the 8-sum block, the
 remainder, the recursive halves past 128), float32 and float64, −0.0, a
 target that is not zero; the fallbacks and a bad row."""
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tinynet
-from tinynet.kernels import cpu_scatter, reference
+from tinynet.kernels.ops import scatter_cpu, scatter_spec
 
 
 def _case(rng, count, embeddings, columns, dtype):
@@ -27,8 +27,8 @@ def test_add_rows_is_the_reference_bit_for_bit(count, embeddings, dtype):
     for start in (np.zeros, lambda shape, dtype: rng.standard_normal(shape).astype(dtype)):
         ours = start((embeddings, 19), dtype)
         theirs = ours.copy()
-        cpu_scatter.add_rows(ours, rows, values)
-        reference.add_rows(theirs, rows, values)
+        scatter_cpu.add_rows(ours, rows, values)
+        scatter_spec.add_rows(theirs, rows, values)
         np.testing.assert_array_equal(ours, theirs)
         np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
 
@@ -36,20 +36,20 @@ def test_add_rows_is_the_reference_bit_for_bit(count, embeddings, dtype):
 def test_add_rows_of_a_run_of_negative_zeros_is_the_references():
     values = np.full((5, 3), -0.0, np.float32)
     ours, theirs = np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)
-    cpu_scatter.add_rows(ours, np.array([1, 1, 1, 1, 1]), values)
-    reference.add_rows(theirs, np.array([1, 1, 1, 1, 1]), values)
+    scatter_cpu.add_rows(ours, np.array([1, 1, 1, 1, 1]), values)
+    scatter_spec.add_rows(theirs, np.array([1, 1, 1, 1, 1]), values)
     np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
 
 
 def test_add_rows_hands_other_arrays_to_the_reference_and_refuses_a_bad_row():
     target = np.zeros((4, 6), np.float32)[:, ::2]                # not C-ordered
-    cpu_scatter.add_rows(target, np.array([0, 0, 3]), np.ones((3, 3), np.float32))
+    scatter_cpu.add_rows(target, np.array([0, 0, 3]), np.ones((3, 3), np.float32))
     np.testing.assert_array_equal(target[:, 0], [2, 0, 0, 1])
     empty = np.zeros((2, 3), np.float32)
-    cpu_scatter.add_rows(empty, np.zeros(0, np.intp), np.zeros((0, 3), np.float32))
+    scatter_cpu.add_rows(empty, np.zeros(0, np.intp), np.zeros((0, 3), np.float32))
     assert not empty.any()
     with pytest.raises(IndexError, match=r"rows must be in \[0, 2\)"):
-        cpu_scatter.add_rows(np.zeros((2, 3), np.float32), np.array([0, 2]),
+        scatter_cpu.add_rows(np.zeros((2, 3), np.float32), np.array([0, 2]),
                              np.ones((2, 3), np.float32))
 
 

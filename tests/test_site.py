@@ -253,7 +253,8 @@ def test_site_has_every_page_and_loads_nothing_from_other_hosts(site):
 
 def test_api_reference_documents_the_kernels(site):
     kernels = (site / "api" / "kernels" / "index.html").read_text(encoding="utf-8")
-    for name in ("tinynet.kernels.reference", "layer_norm_forward", "tinynet.kernels.cuda_3_held"):
+    for name in ("tinynet.kernels.ladder.reference", "layer_norm_forward",
+                 "tinynet.kernels.ladder.cuda_3_held", "tinynet.kernels.ops.adam_spec"):
         assert name in kernels, f"the kernels' API page does not mention {name}"
 
 

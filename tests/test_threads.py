@@ -24,13 +24,13 @@ import json, os
 import numpy as np
 import tinynet
 tinynet.nn.functional.gelu(tinynet.ones(4))     # the first compiled kernel starts Numba's pool
-from tinynet.kernels import cpu_adam
+from tinynet.kernels.ops import adam_cpu
 from tinynet.runtime import blas_pool as cpu_blas_pool
 report = {"policy": os.environ.get("OMP_WAIT_POLICY"), "threads": tinynet.get_num_threads()}
 p = np.zeros(1 << 20, np.float32)
 g, m, v = np.ones_like(p), np.zeros_like(p), np.zeros_like(p)
 for step in (1, 2):                                  # a parallel region (> 65,536 elements)
-    cpu_adam.adam_step(p, g, m, v, step, 1e-3, 0.9, 0.999, 1e-8, 0.0)
+    adam_cpu.adam_step(p, g, m, v, step, 1e-3, 0.9, 0.999, 1e-8, 0.0)
 import numba
 from threadpoolctl import threadpool_info
 report["threading_layer"] = numba.threading_layer()

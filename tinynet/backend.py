@@ -5,7 +5,7 @@ DeZero and Chainer). What differs per device lives in a :class:`Backend`:
 its array module, its random generator, and its *kernel table*, the place
 where fused kernels (LayerNorm, RMSNorm, the Adam update, the GELU, the
 attention's softmax) plug in. The NumPy
-reference implementations in ``tinynet.kernels.reference`` are the spec every
+reference implementations in ``tinynet.kernels.ladder.reference`` are the spec every
 table entry must agree with.
 
 CuPy is optional: ``import tinynet`` never needs it, and asking for the
@@ -109,7 +109,7 @@ def scatter_add(target, index, values) -> None:
 def add_rows(target, rows, values) -> None:
     """``target[rows[i]] += values[i]`` for each i, rows repeating: the gradient of
     reading rows (an embedding). A kernel of the device's table (the spec in
-    kernels/reference.py)."""
+    kernels/ops/scatter_spec.py)."""
     kernels_for(target).add_rows(target, rows, values)
 
 
@@ -133,8 +133,9 @@ _chosen_rung = os.environ.get(_KERNELS_ENV) or None    # None: each device's def
 
 
 def reference_kernels_forced() -> bool:
-    """Whether the reference kernels (``kernels/reference.py``) are chosen now, by
-    ``use_kernels("reference")`` or ``TINYNET_KERNELS=reference``.
+    """Whether the reference kernels (the specs: ``kernels/ladder/reference.py``,
+    ``kernels/ops/*_spec.py``) are chosen now, by ``use_kernels("reference")`` or
+    ``TINYNET_KERNELS=reference``.
     """
     return _chosen_rung == "reference"
 
@@ -151,10 +152,10 @@ def _check_rung(name):
 
 @contextlib.contextmanager
 def use_kernels(rung):
-    """Run the normalization kernels of ladder rung ``rung`` (kernels/ladder.py),
+    """Run the normalization kernels of ladder rung ``rung`` (kernels/ladder/),
     for study and A/B comparison; ``None`` for each device's default::
 
-        with tinynet.use_kernels("reference"):    # kernels/reference.py, the spec
+        with tinynet.use_kernels("reference"):    # the specs
             y = layer_norm(x)
 
     The environment variable ``TINYNET_KERNELS=name`` does the same for a whole

@@ -41,8 +41,8 @@ def child(what: str, rows: int, H: int, calls: int, helper: str) -> None:
 
     import numpy as np
 
-    from tinynet.kernels import cpu_5_typed as cpu
-    from tinynet.kernels._recycling import empty_like
+    from tinynet.kernels.ladder import cpu_5_typed as cpu
+    from tinynet.kernels.ladder._recycling import empty_like
 
     rng = np.random.default_rng(0)
     x, dy = (rng.standard_normal((rows, H)).astype(np.float32) for _ in range(2))

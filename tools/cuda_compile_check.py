@@ -39,8 +39,8 @@ def kernels_and_signatures():
     """[(name, kernel dispatcher, argument types)] for float32 and float64."""
     from numba import types as t
 
-    from tinynet.kernels import cuda_3_held as k
-    from tinynet.kernels._cuda_vectors import VECTOR_BYTES
+    from tinynet.kernels.ladder import cuda_3_held as k
+    from tinynet.kernels.ladder._cuda_vectors import VECTOR_BYTES
     found = []
     for dtype in (t.float32, t.float64):
         matrix, vector = t.Array(dtype, 2, "C"), t.Array(dtype, 1, "C")

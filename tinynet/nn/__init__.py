@@ -1,7 +1,7 @@
 """Layers with PyTorch's names, shapes and defaults (``tinynet.nn``)."""
 from ..lacking import lacking
 from . import functional, init, parallel, utils
-from .activation import ELU, GELU, LeakyReLU, LogSoftmax, SiLU, Softmax, Softplus
+from .activation import ELU, GELU, LeakyReLU, LogSoftmax, PReLU, SiLU, Softmax, Softplus
 from .attention import MultiheadAttention
 from .containers import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -71,7 +71,7 @@ __all__ = [
     "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
     # activations
     "ReLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "GELU", "SiLU", "Softplus", "ELU",
-    "LeakyReLU",
+    "LeakyReLU", "PReLU",
     # losses
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "BCELoss", "BCEWithLogitsLoss", "L1Loss",
     "SmoothL1Loss", "HuberLoss",

@@ -1,16 +1,18 @@
 """Activation layers beyond ReLU/Tanh/Sigmoid: Softmax, LogSoftmax, GELU, SiLU,
-Softplus, ELU, LeakyReLU."""
+Softplus, ELU, LeakyReLU, and PReLU (with a learnable slope)."""
 from __future__ import annotations
 
 import numbers
 import warnings
 
-from ..hyperparameters import check_real
+from .. import creation
+from ..hyperparameters import check_count, check_real
 from ..ops.activation import GELU_APPROXIMATIONS
 from . import functional as F
-from .module import Module
+from .init import constant_
+from .module import Module, Parameter
 
-__all__ = ["Softmax", "LogSoftmax", "GELU", "SiLU", "Softplus", "ELU", "LeakyReLU"]
+__all__ = ["Softmax", "LogSoftmax", "GELU", "SiLU", "Softplus", "ELU", "LeakyReLU", "PReLU"]
 
 
 def implicit_softmax_dim(where: str, ndim: int) -> int:
@@ -136,3 +138,31 @@ class LeakyReLU(Module):
 
     def extra_repr(self):
         return f"negative_slope={self.negative_slope}"
+
+
+class PReLU(Module):
+    """max(0, x) + a · min(0, x) with learnable slopes a (He et al., 2015), as
+    ``torch.nn.PReLU``: ``weight`` holds ``num_parameters`` slopes, each ``init`` at the
+    start, either one for every element (1, the default) or one per channel (the
+    number of channels, the input's dim 1). Weight decay is best kept off them.
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = check_count("PReLU", "num_parameters", num_parameters)
+        self.init = check_real("PReLU", "init", init)
+        self.weight = Parameter(creation.empty(num_parameters, dtype=dtype, device=device))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Set every slope to ``init`` again."""
+        constant_(self.weight, self.init)
+
+    def forward(self, x):
+        """x where x > 0, the slope (its channel's, dim 1) times x elsewhere; any shape,
+        kept (a slope per channel needs an input of 2 dims or more, channels in dim 1).
+        """
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"

@@ -14,8 +14,7 @@ import math
 import numpy as np
 
 from .. import creation
-from ..autograd import unbroadcast
-from ..backend import get_array_module, kernels_for
+from ..backend import get_array_module
 from ..hyperparameters import check_count, check_real
 from ..ops.attention import ScaledDotProductAttention
 from ..tensor import Tensor
@@ -32,39 +31,15 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 
 class _AttentionWithWeights(ScaledDotProductAttention):
-    """The fused attention node that also returns its weights P ∘ D (after
-    dropout, as PyTorch returns them), read from the same softmax. Their
-    gradient joins dP = dO Vᵀ before the softmax's backward."""
+    """The attention node that also returns its weights P ∘ D (after dropout, as
+    PyTorch returns them), read from the same softmax. Its backward is the node's:
+    the weights' own gradient joins dP = dO Vᵀ before the softmax's backward."""
 
     @staticmethod
     def forward(ctx, q, k, v, bias, dropout_p, scale):
         out = ScaledDotProductAttention.forward(ctx, q, k, v, bias, dropout_p, scale)
         weights, drop = ctx.saved[3:]
         return out, weights if drop is None else weights * drop
-
-    @staticmethod
-    def backward(ctx, grad, grad_kept):
-        q, k, v, weights, drop = ctx.saved
-        scale, bias_shape = ctx.meta
-        grad_v = None
-        if grad is not None:
-            if ctx.needs_input_grad(2):
-                kept = weights if drop is None else weights * drop
-                grad_v = unbroadcast(kept.swapaxes(-1, -2) @ grad, v.shape)
-            from_out = grad @ v.swapaxes(-1, -2)
-            grad_kept = from_out if grad_kept is None else from_out + grad_kept
-        if drop is not None:
-            grad_kept = grad_kept * drop
-        kernels = kernels_for(q)
-        grad_scores = kernels.attention_softmax_backward(grad_kept.copy(), weights, 1.0)
-        grad_bias = None
-        if bias_shape is not None and ctx.needs_input_grad(3):
-            grad_bias = unbroadcast(grad_scores.copy(), bias_shape)
-        grad_scores *= grad_scores.dtype.type(scale)
-        grad_q = unbroadcast(grad_scores @ k, q.shape) if ctx.needs_input_grad(0) else None
-        grad_k = (unbroadcast(grad_scores.swapaxes(-1, -2) @ q, k.shape)
-                  if ctx.needs_input_grad(1) else None)
-        return grad_q, grad_k, grad_v, grad_bias, None, None
 
 
 def additive_mask(mask, name, like):

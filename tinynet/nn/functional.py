@@ -19,6 +19,7 @@ from ..ops import (
     log_softmax,
     one_hot,
     pad,
+    prelu,
     relu,
     scaled_dot_product_attention,
     sigmoid,
@@ -66,7 +67,7 @@ __all__ = ["linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "dropo
            "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "gelu", "silu", "one_hot", "embedding", "scaled_dot_product_attention", "pad",
-           "softplus", "elu", "leaky_relu", "normalize", "binary_cross_entropy",
+           "softplus", "elu", "leaky_relu", "prelu", "normalize", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "l1_loss", "smooth_l1_loss", "huber_loss"]
 
 

@@ -1,11 +1,11 @@
 """Activations beyond ReLU: erf, GELU (exact and tanh approximation), SiLU,
-softplus, ELU and leaky ReLU.
+softplus, ELU, leaky ReLU and PReLU (with its learnable slopes).
 
 NumPy has no erf: :func:`erf_array` calls the C library's, compiled into a
 ufunc by Numba (CuPy has its own). GELU (both forms) and SiLU are kernels of the
 device's table (``gelu_forward``, ``gelu_tanh_backward``, ``silu_forward``...;
-the spec in kernels/reference.py, one compiled pass each on the CPU in
-kernels/cpu_gelu.py and kernels/cpu_pointwise.py). Each op's backward is its
+the specs in kernels/ops/gelu_spec.py and pointwise_spec.py, one compiled pass each on the CPU in
+kernels/ops/gelu_cpu.py and kernels/ops/pointwise_cpu.py). Each op's backward is its
 closed-form derivative; softplus, ELU and leaky ReLU follow PyTorch's CPU
 kernels branch for branch, so their values and gradients at 0, ±inf and NaN
 are PyTorch's.
@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import math
 
-from ..autograd import Function
+from ..autograd import Function, unbroadcast
 from ..backend import get_array_module, kernels_for
 from ..hyperparameters import check_real
-from ..kernels import reference
+from ..kernels.ops import gelu_spec
 from .elementwise import no_fp_warnings
 
-__all__ = ["erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "erf_array",
-           "GELU_APPROXIMATIONS"]
+__all__ = ["erf", "gelu", "silu", "softplus", "elu", "leaky_relu", "prelu"]
 
 GELU_APPROXIMATIONS = ("none", "tanh")
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -29,8 +28,8 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 # ------------------------------------------------------------------------ erf
 def erf_array(x):
-    """erf of a NumPy or CuPy array, by the C library (see kernels/reference.py)."""
-    return reference.erf(x)
+    """erf of a NumPy or CuPy array, by the C library (see kernels/ops/gelu_spec.py)."""
+    return gelu_spec.erf(x)
 
 
 class Erf(Function):
@@ -56,7 +55,7 @@ class Gelu(Function):
     ``approximate='tanh'``: GELU(x) ≈ x (1 + tanh(u))/2 with
     u = √(2/π) (x + 0.044715 x³); d/dx = (1 + tanh u)/2 + x/2 (1 − tanh² u) du/dx.
     The reference formulas are PyTorch's, operation for operation; the CPU's
-    float32 kernel computes the tanh form as x σ(2u) (kernels/cpu_pointwise.py).
+    float32 kernel computes the tanh form as x σ(2u) (kernels/ops/pointwise_cpu.py).
     """
 
     @staticmethod
@@ -193,3 +192,56 @@ def gelu(x, approximate: str = "none"):
 def silu(x):
     """SiLU(x) = x σ(x)."""
     return Silu.apply(x)
+
+
+# ---------------------------------------------------------------------- PReLU
+class Prelu(Function):
+    """PReLU(x) = max(0, x) + a · min(0, x) (He et al., 2015): x where x > 0, a x
+    elsewhere, with learnable slopes ``a``, one for all of x or one per channel.
+
+    ∂y/∂x = 1 where x > 0, a elsewhere; ∂y/∂a = 0 where x > 0, x elsewhere, summed over
+    the elements that share a slope (``unbroadcast``). At 0 and NaN, x takes the slope
+    branch, as in PyTorch.
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight):
+        a = weight.reshape(slope_shape(x.ndim, weight.size))     # broadcasts against x
+        ctx.save_for_backward(x, a)
+        ctx.weight_shape = weight.shape
+        return get_array_module(x).where(x > 0, x, a * x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, a = ctx.saved
+        xp = get_array_module(x)
+        positive = x > 0
+        grad_x = xp.where(positive, grad, a * grad)
+        grad_a = unbroadcast(xp.where(positive, 0, x * grad), a.shape)
+        return grad_x, grad_a.reshape(ctx.weight_shape)
+
+
+def slope_shape(ndim: int, slopes: int) -> tuple:
+    """The shape of PReLU's slopes that broadcasts them against an input of ``ndim`` dims:
+    () for one slope, (C, 1, ..., 1) for one per channel (dim 1)."""
+    return () if slopes == 1 else (slopes,) + (1,) * (ndim - 2)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight · min(0, x) elementwise, as ``torch.nn.functional.prelu``.
+
+    ``weight`` holds one slope (shape () or (1,)) or one per channel (shape (C,), C the
+    size of the input's dim 1); the output has the input's shape and dtype.
+    """
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.ndim > 1 or weight.numel() not in (1, channels):
+        per_channel = (f"{channels}, the input's dim 1" if input.ndim >= 2
+                       else "1: an input of under 2 dims has one channel")
+        raise ValueError(
+            f"prelu: weight of shape {tuple(weight.shape)} does not fit the input of shape "
+            f"{tuple(input.shape)}: the weight must be 0-D or 1-D, with 1 slope or one per "
+            f"channel ({per_channel})")
+    if weight.dtype != input.dtype:
+        raise TypeError(f"prelu: weight of dtype {weight.dtype} does not match the input's "
+                        f"dtype {input.dtype}")
+    return Prelu.apply(input, weight)

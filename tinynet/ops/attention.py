@@ -4,41 +4,28 @@
     P = softmax(S) along keys     each query's weights over the keys
     O = dropout(P) V
 
-The backward is written out, as LayerNorm's is: with D the dropout mask
-scaled by 1/(1 − p) (all ones without dropout),
+The node calls one kernel of the device's table each way,
+``attention_heads_forward`` and ``attention_heads_backward``: their spec,
+kernels/ops/attention_heads_spec.py, is the composite above (batched products,
+the mask, the softmax, a product) and its backward written out, as LayerNorm's
+is; on the CPU, kernels/ops/attention_heads_cpu.py runs every head at once on the
+CPU's cores where it can, the spec's composite elsewhere.
 
-    dV = (P ∘ D)ᵀ dO
-    dP = (dO Vᵀ) ∘ D
-    dS = P ∘ (dP − rowsum(dP ∘ P))     the softmax's Jacobian applied to dP
-    dQ = scale · dS K,  dK = scale · dSᵀ Q,  dM = dS
-
-A query whose keys are all masked gets P = 0, so its output and gradients
-are 0 (PyTorch's convention), not the NaN of softmax over −∞ only. The
-softmax and its backward are kernels of the backend's table
-(``attention_softmax_forward``/``_backward``: the spec in kernels/reference.py,
-compiled row loops on the CPU in kernels/cpu_softmax.py).
-Every product is batched over the leading axes, which broadcast. Without
-dropout, the whole node may run as one kernel of the table
-(``attention_heads_forward``/``_backward``, kernels/cpu_attention.py: every
-head at once, on the CPU's cores); where it returns None, as the spec's
-always does, the products and the softmax above run.
-
-O is laid out in memory as Q is, and each gradient as its input (dQ as Q...),
-as PyTorch's CPU attention does. A GPT's q, k and v are views of one
-projection (batch, L, 3, heads, E): its heads then merge back into (batch, L,
-C) as a view, and the three gradients go into the projection's layout in one
-copy of whole rows (``Unbind.backward``), or in none where the heads kernel
-wrote them into one buffer shaped as the projection (ops/layout.py).
+A query whose keys are all masked gets P = 0, so its output and gradients are 0
+(PyTorch's convention), not the NaN of softmax over −∞ only. A GPT's q, k and v
+are views of one projection (batch, L, 3, heads, E): its heads then merge back
+into (batch, L, C) as a view, and the three gradients go into the projection's
+layout in one copy of whole rows (``Unbind.backward``), or in none where the
+heads kernel wrote them into one buffer shaped as the projection (ops/layout.py).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..autograd import Function, unbroadcast
+from ..autograd import Function
 from ..backend import device_of, get_array_module, get_backend, kernels_for
-from .layout import empty_product_like
 
-__all__ = ["ScaledDotProductAttention", "causal_bias", "scaled_dot_product_attention"]
+__all__ = ["scaled_dot_product_attention"]
 
 _causal_biases = {}
 
@@ -53,18 +40,13 @@ def causal_bias(xp, queries, keys, dtype):
     return _causal_biases[key]
 
 
-def _swap(a):
-    return a.swapaxes(-1, -2)
-
-
-def _product(a, b, layout_of, shape=None):
-    """a @ b, laid out in memory as the array ``layout_of`` is where it has as many
-    axes and its rows are contiguous (as BLAS writes them), else C-ordered; summed
-    to ``shape``, a gradient's, over the axes broadcast against it."""
-    xp = get_array_module(a)
-    full = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-    out = xp.matmul(a, b, out=empty_product_like(xp, full, xp.result_type(a, b), layout_of))
-    return out if shape is None else unbroadcast(out, shape)
+def dropout_mask(q, k, dropout_p):
+    """D: for each attention weight, 0 with probability ``dropout_p``, else
+    1/(1 − p), drawn from the device's generator."""
+    shape = np.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
+    dtype = get_array_module(q).result_type(q, k)
+    drop = get_backend(device_of(q)).rng.random(shape, dtype=dtype) >= dropout_p
+    return drop.astype(dtype) * dtype.type(1 / (1 - dropout_p))
 
 
 class ScaledDotProductAttention(Function):
@@ -76,50 +58,22 @@ class ScaledDotProductAttention(Function):
 
     @staticmethod
     def forward(ctx, q, k, v, bias, dropout_p, scale):
-        kernels = kernels_for(q)
-        ctx.meta = (scale, None if bias is None else bias.shape)
-        heads = None if dropout_p > 0 else kernels.attention_heads_forward(q, k, v, bias, scale)
-        if heads is not None:           # every head at once, where the device has a kernel
-            out, weights = heads
-            ctx.save_for_backward(q, k, v, weights, None)
-            return out
-        weights = kernels.attention_softmax_forward(q @ _swap(k), bias, scale)
-        kept = weights
-        drop = None
-        if dropout_p > 0:
-            rng = get_backend(device_of(q)).rng
-            drop = (rng.random(weights.shape, dtype=weights.dtype) >= dropout_p)
-            drop = drop.astype(weights.dtype) * weights.dtype.type(1 / (1 - dropout_p))
-            kept = weights * drop
+        drop = dropout_mask(q, k, dropout_p) if dropout_p > 0 else None
+        out, weights = kernels_for(q).attention_heads_forward(q, k, v, bias, scale, drop)
         ctx.save_for_backward(q, k, v, weights, drop)
-        return _product(kept, v, q)
+        ctx.meta = (scale, None if bias is None else bias.shape)
+        return out
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx, grad, grad_weights=None):
+        """dQ, dK, dV and dM from dO (``grad``) and, where a layer also returned the
+        weights, their own gradient (``grad_weights``)."""
         q, k, v, weights, drop = ctx.saved
         scale, bias_shape = ctx.meta
-        kernels = kernels_for(q)
-        if drop is None and not (bias_shape is not None and ctx.needs_input_grad(3)):
-            heads = kernels.attention_heads_backward(q, k, v, weights, grad, scale)
-            if heads is not None:
-                return (*heads, None, None, None)
-        grad_v = None
-        if ctx.needs_input_grad(2):
-            kept = weights if drop is None else weights * drop
-            grad_v = _product(_swap(kept), grad, v, v.shape)
-        grad_weights = grad @ _swap(v)
-        if drop is not None:
-            grad_weights *= drop
-        grad_bias = None
-        if bias_shape is not None and ctx.needs_input_grad(3):     # dM is dS unscaled
-            grad_scores = kernels.attention_softmax_backward(grad_weights, weights, 1.0)
-            grad_bias = unbroadcast(grad_scores.copy(), bias_shape)
-            grad_scores *= grad_scores.dtype.type(scale)
-        else:
-            grad_scores = kernels.attention_softmax_backward(grad_weights, weights, scale)
-        grad_q = _product(grad_scores, k, q, q.shape) if ctx.needs_input_grad(0) else None
-        grad_k = _product(_swap(grad_scores), q, k, k.shape) if ctx.needs_input_grad(1) else None
-        return grad_q, grad_k, grad_v, grad_bias, None, None
+        needs = tuple(ctx.needs_input_grad(i) for i in range(4))
+        grads = kernels_for(q).attention_heads_backward(q, k, v, weights, drop, grad,
+                                                        grad_weights, scale, needs, bias_shape)
+        return (*grads, None, None)
 
 
 def _attention_bias(attn_mask, is_causal, q, k):

@@ -16,7 +16,7 @@ With ``groups`` G, channels and filters split into G independent convolutions,
 one batched product over G. The product's (O, N, positions) result is swapped
 into the output's (N, O, positions), the bias added on the way. im2col, col2im
 and that swap are kernels of the backend's table: the spec in
-kernels/reference_conv.py, compiled loops on the CPU in kernels/cpu_conv.py.
+kernels/ops/conv_spec.py, compiled loops on the CPU in kernels/ops/conv_cpu.py.
 """
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ def im2col(xp, x, kernel, stride, padding, dilation, out_sizes=None):
     ``cols`` is the contiguous (C, *kernel, N, *out_sizes) copy of the windows
     of ``x`` zero-padded by ``padding`` ((before, after) per spatial dim);
     ``out_sizes`` defaults to every window that fits. A kernel of the backend's
-    table: the spec in kernels/reference_conv.py, compiled loops on the CPU in
-    kernels/cpu_conv.py (``xp`` is the array module of ``x``).
+    table: the spec in kernels/ops/conv_spec.py, compiled loops on the CPU in
+    kernels/ops/conv_cpu.py (``xp`` is the array module of ``x``).
     """
     return kernels_for(x).im2col(x, kernel, stride, padding, dilation,
                                                     out_sizes)

@@ -7,7 +7,7 @@ import numpy as np
 from ..autograd import Function, is_grad_enabled
 from ..backend import as_numpy, device_of, get_backend
 
-__all__ = ["cast", "to_device", "computed_in", "check_reduction_dtype", "view_dtype"]
+__all__ = ["cast", "to_device"]
 
 
 class Cast(Function):

@@ -22,8 +22,7 @@ from .elementwise import no_fp_warnings
 from .reduction import normalize_axis
 from .select import Gather
 
-__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
-           "CummaxResult", "CumminResult"]
+__all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"]
 
 CummaxResult = namedtuple("cummax", ["values", "indices"])
 CumminResult = namedtuple("cummin", ["values", "indices"])

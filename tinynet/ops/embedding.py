@@ -14,7 +14,7 @@ from ..backend import add_rows, as_numpy, get_array_module, get_backend
 from ..hyperparameters import check_count
 from ..tensor import Tensor
 
-__all__ = ["embedding", "one_hot", "normalize_padding_idx", "EmbeddingFunction"]
+__all__ = ["embedding", "one_hot"]
 
 
 def index_array(indices, where: str, device: str = "cpu"):

@@ -17,8 +17,7 @@ from ..backend import get_array_module, scatter_add
 from ..tensor import Tensor
 from .reduction import normalize_axis
 
-__all__ = ["index_select", "repeat_interleave", "masked_select", "nonzero", "argsort",
-           "sort_order", "SetItem"]
+__all__ = ["index_select", "repeat_interleave", "masked_select", "nonzero", "argsort"]
 
 
 def take(x, index, axis):

@@ -14,8 +14,8 @@ with g = dy · γ and m values sharing one mean::
 (correction = 0 for the biased variance of the paper; 1 for the unbiased one).
 RMSNorm (Zhang & Sennrich, 2019) is LayerNorm without the mean: x̂ = x / rms(x),
 so its backward loses the mean(g) term. LayerNorm and RMSNorm run through the
-device's kernel table, whose NumPy reference is ``tinynet.kernels.reference``;
-BatchNorm too, whose spec is ``tinynet.kernels.reference_batch_norm``.
+device's kernel table, whose NumPy reference is ``tinynet.kernels.ladder.reference``;
+BatchNorm too, whose spec is ``tinynet.kernels.ops.batch_norm_spec``.
 
 GroupNorm (Wu & He, 2018) is LayerNorm on other rows: sample n's channels split
 into G groups, and each group's C/G·H·W values are one row of the LayerNorm
@@ -175,8 +175,8 @@ class GroupNormFunction(Function):
 class BatchNormFunction(Function):
     """Normalize each channel (axis 1 of (N, C, *spatial)) by ``mean``/``var``, by
     the backend's kernels (``batch_norm_forward``, ``batch_norm_backward``; the spec
-    in kernels/reference_batch_norm.py, compiled loops on the CPU in
-    kernels/cpu_batch_norm.py).
+    in kernels/ops/batch_norm_spec.py, compiled loops on the CPU in
+    kernels/ops/batch_norm_cpu.py).
 
     ``dof`` says where the statistics came from. ``None``: they are constants
     (running statistics in eval mode), and the op is a per-channel affine map.

@@ -21,9 +21,9 @@ offsets j in raster order keeping the running maximum and its offset: a value
 replaces the maximum if it is larger or NaN, so ties keep the first maximum and
 a NaN propagates, as PyTorch's kernel does. Its backward adds each window's
 gradient into the tap that won. Both are kernels of the backend's table: the
-spec, one strided NumPy pass per kernel offset, in kernels/reference_pooling.py;
+spec, one strided NumPy pass per kernel offset, in kernels/ops/pooling_spec.py;
 on the CPU, compiled loops over the (sample, channel) planes, in
-kernels/cpu_pooling.py.
+kernels/ops/pooling_cpu.py.
 
 **Average pooling** sums each window through the view and divides by
 PyTorch's count: the window's length per dim, clipped to the padded input
@@ -44,7 +44,7 @@ import numpy as np
 
 from ..autograd import Function
 from ..backend import get_array_module, kernels_for
-from ..kernels.reference_pooling import crop, pad_windows, windows
+from ..kernels.ops.pooling_spec import crop, pad_windows, windows
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
@@ -120,7 +120,7 @@ def _output_shape(where, n, input, kernel, stride, padding, dilation, ceil_mode)
 class MaxPool(Function):
     """Max over each window; the gradient goes to the tap that won. A kernel of
     the backend's table (``max_pool_forward``, ``max_pool_backward``; the spec in
-    kernels/reference_pooling.py, compiled loops on the CPU in kernels/cpu_pooling.py)."""
+    kernels/ops/pooling_spec.py, compiled loops on the CPU in kernels/ops/pooling_cpu.py)."""
 
     backward_reads_inputs = False
 

@@ -10,7 +10,7 @@ from ..autograd import Function
 from ..backend import device_of, get_backend
 from ..hyperparameters import check_real
 
-__all__ = ["dropout", "multinomial", "Generator", "randint", "randperm", "generator_rng"]
+__all__ = ["dropout", "multinomial", "Generator", "randint", "randperm"]
 
 
 class Dropout(Function):

@@ -26,7 +26,7 @@ from ..backend import get_array_module, kernels_for
 from .conversion import computed_in
 from .elementwise import no_fp_warnings, sign, zero_where
 
-__all__ = ["sum", "mean", "var", "std", "norm", "resolve_dims", "normalize_axis"]
+__all__ = ["sum", "mean", "var", "std", "norm"]
 
 def normalize_axis(axis: int, ndim: int) -> int:
     """A non-negative axis, or an ``IndexError`` naming the valid range."""

@@ -16,7 +16,7 @@ from ..tensor import Tensor
 from .indexing import sort_order
 from .reduction import normalize_axis
 
-__all__ = ["tril", "triu", "gather", "topk", "TopkResult", "sort", "SortResult", "narrow"]
+__all__ = ["tril", "triu", "gather", "topk", "sort", "narrow"]
 
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
 SortResult = namedtuple("SortResult", ["values", "indices"])

@@ -15,7 +15,7 @@ from ..backend import get_array_module, scatter_add
 from ..tensor import Tensor
 from .reduction import normalize_axis
 
-__all__ = ["reshape", "permute", "transpose", "flatten", "squeeze", "unsqueeze",
+__all__ = ["reshape", "view", "permute", "transpose", "flatten", "squeeze", "unsqueeze",
            "expand", "repeat", "clone", "getitem"]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..autograd import Function
 from ..backend import get_array_module, kernels_for
-from ..kernels.reference import peak
+from ..kernels.ops.rows_spec import peak
 from .elementwise import no_fp_warnings
 from .reduction import _expand, _reduced_shape, normalize_axis, resolve_dims
 
@@ -41,7 +41,7 @@ class LogSumExp(Function):
 @no_fp_warnings
 class Softmax(Function):
     """The device's ``softmax_forward`` / ``softmax_backward`` kernels
-    (kernels/reference.py; compiled row loops in float32 on the CPU)."""
+    (kernels/ops/rows_spec.py; compiled row loops in float32 on the CPU)."""
 
     backward_reads_inputs = False
 

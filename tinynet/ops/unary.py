@@ -6,7 +6,7 @@ mask), else the input. exp, log, sqrt, tanh and sigmoid of an integer or bool te
 are float32, PyTorch's default dtype. At the edges (0, inf, NaN) values and gradients are
 PyTorch's, as for the binary ops (elementwise.py). The activations' arithmetic
 is the device's kernels (``tanh_backward``, ``sigmoid_forward``...: the spec in
-kernels/reference.py, one compiled pass in float32 on the CPU).
+kernels/ops/pointwise_spec.py, one compiled pass in float32 on the CPU).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..backend import get_array_module, kernels_for
 from .elementwise import no_fp_warnings, sign
 from .promotion import floating
 
-__all__ = ["neg", "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "sigmoid_array"]
+__all__ = ["neg", "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu"]
 
 
 class Neg(Function):
@@ -110,7 +110,7 @@ class Tanh(Function):
 
 def sigmoid_array(x):
     """σ(x) = 1 / (1 + e^-x), as PyTorch computes it: the device's ``sigmoid_forward``
-    kernel (kernels/reference.py is the spec; one compiled pass in float32 on the CPU).
+    kernel (kernels/ops/pointwise_spec.py is the spec; one compiled pass in float32 on the CPU).
 
     For x below about -88.7 (float32; -709 in float64) e^-x overflows to inf
     and σ comes out 0, its limit. The form (1 + tanh(x/2)) / 2 never overflows

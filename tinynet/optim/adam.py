@@ -26,7 +26,7 @@ class Adam(Optimizer):
 
     The update of each parameter is one fused kernel from the backend's
     kernel table (``adam_step``; the rule is written out in
-    ``tinynet.kernels.reference.adam_step``), in place: no per-step allocation
+    ``tinynet.kernels.ops.adam_spec.adam_step``), in place: no per-step allocation
     of parameter-sized buffers. The state of a parameter is PyTorch's:
     ``step``, ``exp_avg`` (m), ``exp_avg_sq`` (v) and, with AMSGrad, ``max_exp_avg_sq``.
     """
