@@ -63,6 +63,13 @@ class IndexingMethods:
         return ops.split(self, split_size_or_sections, dim)
 
     def unbind(self, dim=0): return ops.unbind(self, dim)
+
+    def __iter__(self):
+        """The slices along the first dim, one node for all (``unbind(0)``, as PyTorch)."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(ops.unbind(self, 0))
+
     def tril(self, diagonal=0): return ops.tril(self, diagonal)
     def triu(self, diagonal=0): return ops.triu(self, diagonal)
     def gather(self, dim, index): return ops.gather(self, dim, index)

@@ -31,6 +31,7 @@ from .devices import device
 from .indexing_methods import IndexingMethods
 from .inplace import InPlaceMethods
 from .math_methods import MathMethods
+from .runtime.load import adapt as adapt_threads_to_load
 
 __all__ = ["Tensor"]
 
@@ -155,6 +156,7 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
 
     def backward(self, grad=None, retain_graph: bool = False) -> None:
         """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        adapt_threads_to_load()         # tinynet/runtime/load.py: a reader may skip it
         autograd.run_backward(self, grad, retain_graph)
 
     def register_hook(self, hook) -> "hooks.RemovableHandle":
@@ -271,10 +273,10 @@ class Tensor(InPlaceMethods, MathMethods, IndexingMethods, ConversionMethods):
 
     def __index__(self):
         """A one-element integer tensor as an index (``seq[t]``, ``range(t)``), as PyTorch."""
-        if self.array.size != 1 or self.dtype.kind not in "iub":
+        if self.array.size != 1 or self.array.dtype.kind not in "iub":
             raise TypeError(f"only integer tensors of a single element can be converted to "
                             f"an index; got dtype {self.dtype} and shape {tuple(self.shape)}")
-        return int(self.item())
+        return int(self.array.reshape(()))
 
     def __format__(self, spec):
         """``f"{loss:.4f}"``: a one-element tensor formats as its number, as PyTorch's."""

@@ -22,14 +22,19 @@ import numpy as np
 
 from ..autograd import Function, unbroadcast
 from ..backend import get_array_module
+from ..runtime.quiet import ignore_fp_errors, restore_fp_errors
 from ..tensor import Tensor
 from .promotion import promoted
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "compare"]
 
+_PLAIN_OPERANDS = frozenset({Tensor, int, float, bool})     # taken as they are
+
 
 def operand(x):
     """A Tensor or a Python number; arrays become constant tensors."""
+    if type(x) in _PLAIN_OPERANDS:
+        return x
     if isinstance(x, (Tensor, numbers.Number)) and not isinstance(x, np.generic):
         return x
     if isinstance(x, np.generic):
@@ -54,8 +59,11 @@ def no_fp_warnings(cls):
     def quiet(method):
         @functools.wraps(method)
         def run(*args, **params):
-            with np.errstate(all="ignore"):
+            token = ignore_fp_errors()          # np.errstate(all="ignore"), cheaper
+            try:
                 return method(*args, **params)
+            finally:
+                restore_fp_errors(token)
         return staticmethod(run)
 
     cls.forward, cls.backward = quiet(cls.forward), quiet(cls.backward)

@@ -6,8 +6,10 @@ nothing in it computes a value, and every result is the same without it.
 
 * threads.py: how many threads compute, and how idle ones wait (``set_num_threads``);
 * blas_pool.py: OpenBLAS's matrix products run on Numba's threads (one pool, not two);
+* load.py: fewer threads while other processes keep cores busy (at a backward pass);
 * allocator.py: glibc keeps freed arrays' memory for the next step;
-* traffic.py: what this rank's collectives sent (``tinynet.distributed.traffic``).
+* traffic.py: what this rank's collectives sent (``tinynet.distributed.traffic``);
+* quiet.py: NumPy's floating-point warnings off for one op, cheaper than ``np.errstate``.
 """
 from . import allocator, threads
 

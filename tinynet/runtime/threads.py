@@ -25,6 +25,7 @@ built (its first tensor):
   Where the pool cannot be shared (another BLAS, an older OpenBLAS, Numba's
   ``workqueue`` layer), Numba's own workers sleep at once too, as before.
 * Both libraries keep one thread per core; :func:`set_num_threads` changes both.
+  While other processes keep some of the cores busy, fewer (load.py).
 
 The user's own settings win: an ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``
 already in the environment is left as it is, and so are ``OMP_NUM_THREADS``,
@@ -54,6 +55,7 @@ SPIN_COUNT = "3000000"
 ``GOMP_SPINCOUNT``, in rounds of its wait loop)."""
 
 _num_threads = None      # set by set_num_threads; None: the libraries' own defaults
+_adapted = None          # fewer threads while other processes take cores (load.py)
 _policy_is_ours = False  # whether OMP_WAIT_POLICY=PASSIVE came from apply_wait_policy
 _blas_setter = None      # OpenBLAS's callback setter, once the pool is shared
 _pool_checked = False
@@ -187,12 +189,28 @@ def _count_from_environment():
     return None
 
 
+def chosen_count():
+    """The thread count the user chose (:func:`set_num_threads`, or the environment),
+    else None."""
+    return _num_threads if _num_threads is not None else _count_from_environment()
+
+
 def get_num_threads() -> int:
     """The number of threads tinynet's computations use (as ``torch.get_num_threads``):
-    the last :func:`set_num_threads`, else the user's environment, else one per core."""
-    if _num_threads is not None:
-        return _num_threads
-    return _count_from_environment() or _cores()
+    the last :func:`set_num_threads`, else the user's environment, else one per core
+    (fewer while other processes keep cores busy: load.py)."""
+    return chosen_count() or _adapted or _cores()
+
+
+def adapt_thread_count(n: int) -> None:
+    """Use ``n`` threads, one per core that other processes leave free (load.py);
+    all of them again once ``n`` is every core."""
+    global _adapted
+    n = min(n, _cores())
+    if n == (_adapted or _cores()):
+        return
+    _use_threads(n)
+    _adapted = None if n == _cores() else n
 
 
 def set_num_threads(n: int) -> None:
@@ -204,17 +222,22 @@ def set_num_threads(n: int) -> None:
     Numba all of its own. Numba's setting holds for the calling Python thread.
     """
     from ..hyperparameters import check_count
+    global _num_threads
     n = check_count("set_num_threads", "n", n)
+    _use_threads(n)
+    _num_threads = n
+
+
+def _use_threads(n: int) -> None:
+    """``n`` threads for the BLAS and for Numba's kernels (see set_num_threads)."""
     import numba
     from threadpoolctl import threadpool_limits
 
-    global _num_threads
     if _blas_setter is not None and n > numba.config.NUMBA_NUM_THREADS:
         from . import blas_pool
         blas_pool.leave()           # before OpenBLAS has more threads than Numba
     threadpool_limits(limits=n, user_api="blas")
     numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-    _num_threads = n
     if _blas_setter is not None:
         _rejoin()
 
