@@ -18,9 +18,11 @@ Cho et al. reset the state before the product, W_hn (r_t ⊙ h_{t-1}); PyTorch
 product U h serves all three gates. We follow PyTorch, so that weights copy
 across; b_in and b_hn are then not interchangeable.
 
-Every step is built from differentiable ops (linear, sigmoid, tanh, relu):
-autograd derives backpropagation through time. A layer computes the input's
-products W_ih x_t + b_ih of all steps at once, then runs the recurrence.
+A cell's step is built from differentiable ops (linear, sigmoid, tanh, relu):
+autograd derives its backward. A layer computes the input's products W_ih x_t +
+b_ih of all steps at once, then runs the recurrence as one node with
+backpropagation through time written out (tinynet/ops/rnn_sequence.py), the
+same steps as the cell's (tests/test_rnn_gru.py checks both against PyTorch).
 Init as PyTorch's: every weight and bias ~ U(−1/√H, 1/√H).
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 from .. import creation
 from ..hyperparameters import check_count
 from ..ops import cat, stack
+from ..ops.rnn_sequence import GRUSequence, RNNSequence
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -218,15 +221,6 @@ class _RNNBase(Module):
                 hx = hx.unsqueeze(1)
         return x, hx, batched
 
-    def _run_direction(self, x_parts, h, weight_hh, bias_hh, reverse):
-        """The recurrence over one layer's input parts (T of (B, gates·H)): h_1..h_T
-        (T, B, H), read backwards in time if ``reverse``, and the last state computed."""
-        outputs = [None] * len(x_parts)
-        for t in reversed(range(len(x_parts))) if reverse else range(len(x_parts)):
-            h = self._step(x_parts[t], h, weight_hh, bias_hh)
-            outputs[t] = h
-        return stack(outputs), h
-
     def forward(self, input, hx=None):
         """``input`` (T, B, input_size), (B, T, input_size) with ``batch_first``, or
         unbatched (T, input_size), and the optional ``h_0`` (num_layers × D, B,
@@ -248,10 +242,10 @@ class _RNNBase(Module):
                 index = layer * (1 + self.bidirectional) + direction
                 h = (creation.zeros(x.shape[1], self.hidden_size, dtype=x.dtype,
                                     device=x.device) if hx is None else hx[index])
-                x_parts = F.linear(sequence, weight_ih, bias_ih).unbind(0)
-                out, h = self._run_direction(x_parts, h, weight_hh, bias_hh, direction == 1)
+                x_parts = F.linear(sequence, weight_ih, bias_ih)     # W_ih x_t + b_ih, all t
+                out = self._sequence(x_parts, h, weight_hh, bias_hh, direction == 1)
                 outputs.append(out)
-                finals.append(h)
+                finals.append(out[0] if direction == 1 else out[-1])
             sequence = cat(outputs, dim=2) if self.bidirectional else outputs[0]
         h_n = stack(finals)
         if not batched:
@@ -290,8 +284,8 @@ class RNN(_RNNBase):
                          bidirectional, device, dtype)
         self.nonlinearity = nonlinearity
 
-    def _step(self, x_part, h, weight_hh, bias_hh):
-        return rnn_step(x_part, h, weight_hh, bias_hh, self.nonlinearity)
+    def _sequence(self, x_parts, h, weight_hh, bias_hh, reverse):
+        return RNNSequence.apply(x_parts, h, weight_hh, bias_hh, reverse, self.nonlinearity)
 
 
 class GRU(_RNNBase):
@@ -313,5 +307,5 @@ class GRU(_RNNBase):
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device, dtype)
 
-    def _step(self, x_part, h, weight_hh, bias_hh):
-        return gru_step(x_part, h, weight_hh, bias_hh)
+    def _sequence(self, x_parts, h, weight_hh, bias_hh, reverse):
+        return GRUSequence.apply(x_parts, h, weight_hh, bias_hh, reverse)
