@@ -9,7 +9,7 @@ import argparse
 
 import torch
 import torch.nn as nn
-from harness import arguments, data_dir, train
+from harness import arguments, shakespeare_characters, train
 
 
 class CharGRU(nn.Module):
@@ -29,14 +29,8 @@ def main():
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=64)
     args = arguments(__doc__, parser)
-    path = data_dir("tinyshakespeare") / "input.txt"
-    if not path.is_file():
-        raise SystemExit(f"char_gru.py: no Tiny Shakespeare at {path} (set TINYNET_DATA)")
-    text = path.read_text(encoding="utf-8")
-    chars = sorted(set(text))
-    stoi = {ch: i for i, ch in enumerate(chars)}
-    data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
-    model = CharGRU(len(chars))
+    data, vocab_size = shakespeare_characters("char_gru.py")
+    model = CharGRU(vocab_size)
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-3)
     criterion = nn.CrossEntropyLoss()
     offsets = torch.arange(args.seq_len + 1)
@@ -53,7 +47,7 @@ def main():
         optimizer.step()
         return loss
 
-    train(step, args, len(chars))
+    train(step, args, vocab_size)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import math
 
 import torch
 import torch.nn as nn
-from harness import arguments, data_dir, train
+from harness import arguments, shakespeare_characters, train
 from torch.nn import functional as F
 
 
@@ -95,15 +95,9 @@ def main():
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--block-size", type=int, default=32)
     args = arguments(__doc__, parser)
-    path = data_dir("tinyshakespeare") / "input.txt"
-    if not path.is_file():
-        raise SystemExit(f"gpt.py: no Tiny Shakespeare at {path} (set TINYNET_DATA)")
-    text = path.read_text(encoding="utf-8")
-    chars = sorted(set(text))
-    stoi = {ch: i for i, ch in enumerate(chars)}
-    data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+    data, vocab_size = shakespeare_characters("gpt.py")
     train_data = data[:int(0.9 * len(data))]
-    model = GPT(len(chars), block_size=args.block_size)
+    model = GPT(vocab_size, block_size=args.block_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
 
     def get_batch():
@@ -120,7 +114,7 @@ def main():
         optimizer.step()
         return loss
 
-    train(step, args, len(chars))
+    train(step, args, vocab_size)
 
 
 if __name__ == "__main__":

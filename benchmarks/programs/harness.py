@@ -25,6 +25,18 @@ def data_dir(name: str) -> Path:
     return REPO_ROOT.parent / "shared" / "data" / name
 
 
+def shakespeare_characters(script: str):
+    """Tiny Shakespeare as a long tensor of character indices, and the number of
+    distinct characters; exits naming the folder looked in when it is missing."""
+    path = data_dir("tinyshakespeare") / "input.txt"
+    if not path.is_file():
+        raise SystemExit(f"{script}: no Tiny Shakespeare at {path} (set {DATA_ENV})")
+    text = path.read_text(encoding="utf-8")
+    chars = sorted(set(text))
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    return torch.tensor([stoi[c] for c in text], dtype=torch.long), len(chars)
+
+
 def arguments(description: str, parser: argparse.ArgumentParser = None):
     """The common options (``--steps --warmup --seed --threads``), parsed; the seed set."""
     parser = parser or argparse.ArgumentParser(description=description)
