@@ -15,67 +15,54 @@ recurrent product and (for the LN-LSTM) both of its per-step LayerNorms
 included, with backpropagation through time written out. Its backward sums
 the recurrent weight's gradient over all steps in one product,
 dU = Σ_t da_tᵀ h_{t-1} for a_t = U h_{t-1}, instead of one small product per step.
+A step's arithmetic between its products, exponentials and tanh is the device's
+``lstm_*`` kernels (kernels/ops/lstm_spec.py), one compiled loop each on the CPU.
 """
 from __future__ import annotations
 
 from ..autograd import Function
 from ..backend import get_array_module, kernels_for
+from .elementwise import no_fp_warnings
 from .unary import sigmoid_array
 
 __all__ = ["LSTMCellUpdate", "LSTMOutput", "LSTMSequence"]
 
 
-def _cell_gates(gates, H):
-    """σ(z_i), σ(z_f), tanh(z_g) of the gate pre-activations (B, 4H)."""
-    i_f = sigmoid_array(gates[:, :2 * H])
-    return i_f[:, :H], i_f[:, H:], get_array_module(gates).tanh(gates[:, 2 * H:3 * H])
-
-
-def _cell_gate_grads(d_gates, grad_c, i, f, g, c_prev):
-    """Write dL/dz_i, dL/dz_f, dL/dz_g into ``d_gates`` from dL/dc_t; return dL/dc_{t-1}."""
-    H = c_prev.shape[1]
-    d_gates[:, :H] = grad_c * g * i * (1 - i)
-    d_gates[:, H:2 * H] = grad_c * c_prev * f * (1 - f)
-    d_gates[:, 2 * H:3 * H] = grad_c * i * (1 - g * g)
-    return grad_c * f
-
-
-def _output_gate_grads(d_gates, grad_h, o, squashed):
-    """Write dL/dz_o into ``d_gates`` from dL/dh_t; return dL/dc̃_t."""
-    H = o.shape[1]
-    d_gates[:, 3 * H:] = grad_h * squashed * o * (1 - o)
-    return grad_h * o * (1 - squashed * squashed)
-
-
 class LSTMCellUpdate(Function):
     @staticmethod
     def forward(ctx, gates, c_prev):
-        i, f, g = _cell_gates(gates, c_prev.shape[1])
-        ctx.save_for_backward(i, f, g, c_prev)
-        return f * c_prev + i * g
+        H = c_prev.shape[1]
+        acts = get_array_module(gates).empty_like(gates)       # i, f, g (o unused)
+        acts[:, :2 * H] = sigmoid_array(gates[:, :2 * H])
+        acts[:, 2 * H:3 * H] = get_array_module(gates).tanh(gates[:, 2 * H:3 * H])
+        ctx.save_for_backward(acts, c_prev)
+        return acts[:, H:2 * H] * c_prev + acts[:, :H] * acts[:, 2 * H:3 * H]
 
     @staticmethod
     def backward(ctx, grad):
-        i, f, g, c_prev = ctx.saved
-        d_gates = get_array_module(grad).zeros((grad.shape[0], 4 * c_prev.shape[1]), grad.dtype)
-        return d_gates, _cell_gate_grads(d_gates, grad, i, f, g, c_prev)
+        acts, c_prev = ctx.saved
+        d_gates = get_array_module(grad).zeros(acts.shape, grad.dtype)
+        return d_gates, kernels_for(grad).lstm_cell_backward(d_gates, grad, acts, c_prev)
 
 
 class LSTMOutput(Function):
     @staticmethod
     def forward(ctx, gates, cell):
-        o = sigmoid_array(gates[:, 3 * cell.shape[1]:])
+        H = cell.shape[1]
+        acts = get_array_module(gates).empty_like(gates)       # o (i, f, g unused)
+        acts[:, 3 * H:] = sigmoid_array(gates[:, 3 * H:])
         squashed = get_array_module(gates).tanh(cell)
-        ctx.save_for_backward(o, squashed)
-        return o * squashed
+        ctx.save_for_backward(acts, squashed)
+        return acts[:, 3 * H:] * squashed
 
     @staticmethod
     def backward(ctx, grad):
-        o, squashed = ctx.saved
-        d_gates = get_array_module(grad).zeros((grad.shape[0], 4 * o.shape[1]), grad.dtype)
-        return d_gates, _output_gate_grads(d_gates, grad, o, squashed)
+        acts, squashed = ctx.saved
+        d_gates = get_array_module(grad).zeros(acts.shape, grad.dtype)
+        return d_gates, kernels_for(grad).lstm_output_backward(d_gates, grad, acts, squashed)
 
 
+@no_fp_warnings                     # e^−z overflows to inf for z < −88.7 (float32): σ = 0
 class LSTMSequence(Function):
     """One LSTM layer over a whole sequence: returns (h_1..h_T, c_T).
 
@@ -106,51 +93,55 @@ class LSTMSequence(Function):
         layer_norm = eps is not None
         hs = xp.empty((steps + 1, batch, H), x_gates.dtype)     # h_0 .. h_T
         cs = xp.empty((steps + 1, batch, H), x_gates.dtype)     # c_0 .. c_T
+        acts = xp.empty((steps, batch, 4 * H), x_gates.dtype)   # i, f, g, o of each step
+        squashed = xp.empty((steps, batch, H), x_gates.dtype)   # tanh c̃_t
+        gates = xp.empty((batch, 4 * H), x_gates.dtype)         # z_t
+        exp_neg = xp.empty_like(gates)                          # e^−z_t, for σ
         hs[0], cs[0] = h0, c0
-        saved = []                                             # per step, for backward
+        norm_stats = []                      # per step, for the LN-LSTM's backward
         for t in range(steps):
             recurrent = hs[t] @ weight_hh.T
             hh_stats = cell_stats = None
             if layer_norm:
                 normalized, *hh_stats = kernels.layer_norm_forward(recurrent, hh_gain,
                                                                    hh_bias, eps[0])
-            gates = x_gates[t] + (normalized if layer_norm else recurrent)
-            i, f, g = _cell_gates(gates, H)
-            xp.add(f * cs[t], i * g, out=cs[t + 1])
+            xp.add(x_gates[t], normalized if layer_norm else recurrent, out=gates)
+            xp.exp(xp.negative(gates, out=exp_neg), out=exp_neg)
+            xp.tanh(gates[:, 2 * H:3 * H], out=acts[t, :, 2 * H:3 * H])
+            kernels.lstm_cell_forward(acts[t], exp_neg, cs[t], cs[t + 1])
             cell = cs[t + 1]
             if layer_norm:
                 cell, *cell_stats = kernels.layer_norm_forward(cs[t + 1], cell_gain,
                                                                cell_bias, eps[1])
-            o = sigmoid_array(gates[:, 3 * H:])
-            squashed = xp.tanh(cell)
-            xp.multiply(o, squashed, out=hs[t + 1])
-            saved.append((i, f, g, o, squashed, recurrent, hh_stats, cell_stats))
-        ctx.save_for_backward(hs, cs, weight_hh, hh_gain, cell_gain)
-        ctx.steps, ctx.layer_norm = saved, layer_norm
+                norm_stats.append((recurrent, hh_stats, cell_stats))
+            xp.tanh(cell, out=squashed[t])
+            xp.multiply(acts[t, :, 3 * H:], squashed[t], out=hs[t + 1])
+        ctx.save_for_backward(hs, cs, acts, squashed, weight_hh, hh_gain, cell_gain)
+        ctx.norm_stats = norm_stats
         return hs[1:], cs[steps]
 
     @staticmethod
     def backward(ctx, grad_hs, grad_c_last):
-        hs, cs, weight_hh, hh_gain, cell_gain = ctx.saved
+        hs, cs, acts, squashed, weight_hh, hh_gain, cell_gain = ctx.saved
         xp = get_array_module(hs)
         kernels = kernels_for(hs)
-        steps, layer_norm = len(ctx.steps), ctx.layer_norm
-        batch, H = hs.shape[1:]
+        layer_norm = bool(ctx.norm_stats)
+        steps, batch, H = squashed.shape
         d_gates = xp.empty((steps, batch, 4 * H), hs.dtype)     # dL/dz_t
         d_recurrent = xp.empty_like(d_gates) if layer_norm else d_gates
         grad_h = xp.zeros((batch, H), hs.dtype)
         grad_c = xp.zeros((batch, H), hs.dtype) if grad_c_last is None else grad_c_last
         norm_grads = [None, None, None, None]   # d hh_gain, d hh_bias, d cell_gain, d cell_bias
         for t in reversed(range(steps)):
-            i, f, g, o, squashed, recurrent, hh_stats, cell_stats = ctx.steps[t]
             if grad_hs is not None:
                 grad_h = grad_h + grad_hs[t]
-            grad_cell = _output_gate_grads(d_gates[t], grad_h, o, squashed)
+            grad_cell = kernels.lstm_output_backward(d_gates[t], grad_h, acts[t], squashed[t])
             if layer_norm:
+                recurrent, hh_stats, cell_stats = ctx.norm_stats[t]
                 grad_cell, *cell_grads = kernels.layer_norm_backward(grad_cell, cs[t + 1],
                                                                      *cell_stats, cell_gain)
                 _accumulate(norm_grads, 2, cell_grads)
-            grad_c = _cell_gate_grads(d_gates[t], grad_c + grad_cell, i, f, g, cs[t])
+            grad_c = kernels.lstm_cell_backward(d_gates[t], grad_c + grad_cell, acts[t], cs[t])
             if layer_norm:
                 d_recurrent[t], *hh_grads = kernels.layer_norm_backward(d_gates[t], recurrent,
                                                                         *hh_stats, hh_gain)

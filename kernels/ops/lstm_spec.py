@@ -1,0 +1,50 @@
+"""An LSTM step's arithmetic around its products: the spec of ``lstm_cpu``.
+
+A step's gate pre-activations z = [z_i, z_f, z_g, z_o] (B, 4H) give::
+
+    i, f, o = σ(z_i), σ(z_f), σ(z_o),   g = tanh(z_g)
+    c_t = f ⊙ c_{t−1} + i ⊙ g,          h_t = o ⊙ tanh(c̃_t)
+
+(c̃_t is c_t, or LN(c_t) in the LN-LSTM). A step's activations are kept side by
+side as ``acts`` (B, 4H) = [i, f, g, o], as the gates are laid out. The
+exponentials and tanh are the array library's (NumPy's or CuPy's); these
+kernels are the arithmetic between them, forward (:func:`lstm_cell_forward`)
+and backward (:func:`lstm_output_backward`, :func:`lstm_cell_backward`):
+products, sums and quotients only, so the compiled loops give the same bits.
+"""
+from __future__ import annotations
+
+from tinynet.backend import get_array_module
+
+__all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward"]
+
+
+def lstm_cell_forward(acts, exp_neg, c_prev, c):
+    """Write σ = 1 / (1 + e^−z) of the input, forget and output gates into ``acts``
+    (B, 4H) from ``exp_neg`` = e^−z (B, 4H), and c_t = f ⊙ c_{t−1} + i ⊙ g into
+    ``c``; ``acts[:, 2H:3H]`` holds g = tanh z_g already."""
+    H = c.shape[1]
+    acts[:, :2 * H] = 1 / (1 + exp_neg[:, :2 * H])
+    acts[:, 3 * H:] = 1 / (1 + exp_neg[:, 3 * H:])
+    i, f, g = acts[:, :H], acts[:, H:2 * H], acts[:, 2 * H:3 * H]
+    get_array_module(c).add(f * c_prev, i * g, out=c)
+
+
+def lstm_output_backward(d_gates, grad_h, acts, squashed):
+    """Write dL/dz_o = g_h ⊙ tanh c̃ ⊙ o (1 − o) into ``d_gates[:, 3H:]`` from
+    g_h = dL/dh_t, o being ``acts[:, 3H:]``; return dL/dc̃_t = g_h ⊙ o ⊙ (1 − tanh² c̃)."""
+    H = squashed.shape[1]
+    o = acts[:, 3 * H:]
+    d_gates[:, 3 * H:] = grad_h * squashed * o * (1 - o)
+    return grad_h * o * (1 - squashed * squashed)
+
+
+def lstm_cell_backward(d_gates, grad_c, acts, c_prev):
+    """Write dL/dz_i, dL/dz_f, dL/dz_g into ``d_gates[:, :3H]`` from g_c = dL/dc_t and
+    the step's i, f, g (``acts[:, :3H]``); return dL/dc_{t−1} = g_c ⊙ f."""
+    H = c_prev.shape[1]
+    i, f, g = acts[:, :H], acts[:, H:2 * H], acts[:, 2 * H:3 * H]
+    d_gates[:, :H] = grad_c * g * i * (1 - i)
+    d_gates[:, H:2 * H] = grad_c * c_prev * f * (1 - f)
+    d_gates[:, 2 * H:3 * H] = grad_c * i * (1 - g * g)
+    return grad_c * f

@@ -1,0 +1,60 @@
+"""The CPU's LSTM step kernels (kernels/ops/lstm_cpu.py) against their spec
+(lstm_spec.py): the same bits, float32 and float64, on the layer's own layout (a
+step's slice of the (T, B, 4H) arrays) and on others, and CuPy-like inputs handed
+to the spec."""
+import numpy as np
+import pytest
+
+from tinynet.kernels.ops import lstm_cpu, lstm_spec
+
+B, H, T = 5, 7, 3
+
+
+def _step(rng, dtype):
+    acts = rng.random((T, B, 4 * H)).astype(dtype)       # in (0, 1), as σ and tanh are
+    exp_neg = np.exp(-rng.standard_normal((B, 4 * H))).astype(dtype)
+    c_prev, grad_h, grad_c, squashed = (rng.standard_normal((B, H)).astype(dtype)
+                                        for _ in range(4))
+    return acts, exp_neg, c_prev, grad_h, grad_c, squashed
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_forward_is_the_specs_bit_for_bit(dtype):
+    acts, exp_neg, c_prev, *_ = _step(np.random.default_rng(0), dtype)
+    ours, theirs = acts[1].copy(), acts[1].copy()
+    c_ours, c_theirs = np.empty_like(c_prev), np.empty_like(c_prev)
+    lstm_cpu.lstm_cell_forward(ours, exp_neg, c_prev, c_ours)
+    lstm_spec.lstm_cell_forward(theirs, exp_neg, c_prev, c_theirs)
+    assert np.array_equal(ours, theirs) and np.array_equal(c_ours, c_theirs)
+    assert np.array_equal(ours[:, 2 * H:3 * H], acts[1, :, 2 * H:3 * H])   # g untouched
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["a step of the layer", "transposed", "strided"])
+def test_the_backward_is_the_specs_bit_for_bit(dtype, layout):
+    acts, _, c_prev, grad_h, grad_c, squashed = _step(np.random.default_rng(1), dtype)
+    acts_t = acts[2]
+    if layout == "transposed":
+        acts_t, c_prev = np.asfortranarray(acts_t), np.asfortranarray(c_prev)
+    elif layout == "strided":
+        acts_t = np.repeat(acts_t, 2, axis=1)[:, ::2]
+    d_ours = np.full((B, 4 * H), np.nan, dtype)
+    d_theirs = d_ours.copy()
+    cell_ours = lstm_cpu.lstm_output_backward(d_ours, grad_h, acts_t, squashed)
+    cell_theirs = lstm_spec.lstm_output_backward(d_theirs, grad_h, acts_t, squashed)
+    assert np.array_equal(cell_ours, cell_theirs)
+    c_ours = lstm_cpu.lstm_cell_backward(d_ours, grad_c + cell_ours, acts_t, c_prev)
+    c_theirs = lstm_spec.lstm_cell_backward(d_theirs, grad_c + cell_theirs, acts_t, c_prev)
+    assert np.array_equal(c_ours, c_theirs)
+    assert np.array_equal(d_ours, d_theirs)                  # every gate written, no NaN left
+    assert not np.isnan(d_ours).any()
+
+
+def test_mixed_dtypes_run_the_spec(monkeypatch):
+    acts, _, c_prev, grad_h, _, squashed = _step(np.random.default_rng(2), np.float32)
+    calls = []
+    monkeypatch.setattr(lstm_spec, "lstm_output_backward",
+                        lambda *args: calls.append(args) or "spec")
+    d_gates = np.zeros((B, 4 * H), np.float64)
+    assert lstm_cpu.lstm_output_backward(d_gates, grad_h, acts[0], squashed) == "spec"
+    assert len(calls) == 1
