@@ -1,6 +1,7 @@
 """PyTorch programs as a learner writes them, timed on tinynet and on PyTorch.
 
-    python benchmarks/programs.py [--rounds 5] [--one-thread] [--quick] [--json OUT]
+    python benchmarks/programs.py [--rounds 5] [--one-thread] [--quick] [--only WORD ...]
+                                  [--json OUT]
 
 The programs are the plain PyTorch scripts of benchmarks/programs/: a makemore-like
 character model of names in its six kinds (bigram, MLP, RNN, GRU, bag of words,
@@ -86,6 +87,8 @@ def measure(libraries, args) -> list[dict]:
         variables = ONE_THREAD
     results = []
     for name, script, own in PROGRAMS:
+        if args.only and not any(word.lower() in name.lower() for word in args.only):
+            continue
         runs = {library: [] for library in libraries}
         errors = {}
         for _ in range(args.rounds):
@@ -152,6 +155,8 @@ def main():
                         help="a smoke run: 2 rounds of 5 steps after 1 warm-up step")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per process")
     parser.add_argument("--json", metavar="OUT", help="also write the results as JSON")
+    parser.add_argument("--only", nargs="+", metavar="WORD",
+                        help="only the programs whose name contains one of these words")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.steps, args.warmup = 2, 5, 1

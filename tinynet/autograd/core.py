@@ -162,7 +162,9 @@ def unbroadcast(grad, shape):
     extra = grad.ndim - len(shape)
     axes = tuple(range(extra)) + tuple(
         extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1)
-    if axes:
+    if axes == (grad.ndim - 1,):        # a column (…, 1): the device's row sums
+        grad = _backend.kernels_for(grad).sum_last_axis(grad)
+    elif axes:
         grad = grad.sum(axis=axes, keepdims=True)
     return grad.reshape(shape)
 

@@ -21,7 +21,7 @@ import operator
 import numpy as np
 
 from ..autograd import Function, unbroadcast
-from ..backend import get_array_module
+from ..backend import get_array_module, kernels_for
 from ..runtime.quiet import ignore_fp_errors, restore_fp_errors
 from ..tensor import Tensor
 from .promotion import promoted
@@ -93,9 +93,17 @@ def sign(x):
     return zero_where(xp.isnan(x), xp.sign(x))
 
 
+_ARITHMETIC = frozenset({operator.add, operator.sub, operator.mul, operator.truediv})
+
+
 def broadcast(name, op, a, b):
-    """``op(a, b)`` with a clear error when the shapes do not broadcast."""
+    """``op(a, b)`` with a clear error when the shapes do not broadcast. +, −, · and /
+    on two arrays of different shapes run the device's ``binary`` kernel: NumPy's
+    operator (kernels/ops/binary_spec.py), a compiled loop on the CPU where one
+    operand is a row or a column broadcast against the other."""
     try:
+        if op in _ARITHMETIC and type(a) is type(b) and a.shape != b.shape:
+            return kernels_for(a).binary(op, a, b)
         return op(a, b)
     except ValueError:
         raise ValueError(
@@ -151,8 +159,10 @@ class Mul(Function):
     def backward(ctx, grad):
         a, b = ctx.saved
         shape_a, shape_b = ctx.shapes
-        grad_a = _grad_for(grad * b, shape_a) if ctx.needs_input_grad(0) else None
-        grad_b = _grad_for(grad * a, shape_b) if ctx.needs_input_grad(1) else None
+        grad_a = _grad_for(broadcast("mul", operator.mul, grad, b), shape_a) \
+            if ctx.needs_input_grad(0) else None
+        grad_b = _grad_for(broadcast("mul", operator.mul, grad, a), shape_b) \
+            if ctx.needs_input_grad(1) else None
         return grad_a, grad_b
 
 
