@@ -289,3 +289,21 @@ def test_the_cpu_table_runs_the_compiled_kernels_and_the_reference_rung_the_spec
     with tinynet.use_kernels("reference"):
         assert getattr(table, name) is specs[name] is tinynet.kernels.which(name)
     assert getattr(table, name) is expected
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE) + ["silu_forward"])
+def test_a_transposed_block_runs_the_loops_and_keeps_its_order(name):
+    """A Linear's output for few rows is an F-ordered block (ops/linalg.py): the
+    loops take it flat, as a C-ordered one, and the result keeps the order."""
+    x, g = _inputs(64 * 33)
+    x, g = x.reshape(64, 33), g.reshape(64, 33)
+    c_args = POINTWISE.get(name, lambda x, g: (x,))(x, g)
+    f_args = tuple(np.asfortranarray(a) for a in c_args)
+    assert pointwise_cpu.flat_order(*f_args) == "F" and pointwise_cpu.flat_order(*c_args) == "C"
+    assert pointwise_cpu.flat_order(f_args[0], c_args[0]) is None     # mixed: the spec
+    kernel = getattr(pointwise_cpu, name)
+    ours, theirs = kernel(*f_args), kernel(*c_args)
+    for got, want in zip(ours if name == "silu_forward" else (ours,),
+                         theirs if name == "silu_forward" else (theirs,), strict=True):
+        assert got.flags.f_contiguous and not got.flags.c_contiguous
+        assert np.array_equal(got, want, equal_nan=True)

@@ -126,21 +126,39 @@ def _gelu_tanh_backward_loop(grad, x, dx):
         dx[i] = grad[i] * (s + _F(2) * v * s * (_F(1) - s) * slope_u)
 
 
-def compiled(*arrays) -> bool:
-    """Whether the compiled loops take these arrays: NumPy, float32, C-ordered, one shape."""
+def _float32_of_one_shape(arrays) -> bool:
     first = arrays[0]
-    return all(type(a) is np.ndarray and a.dtype == _F and a.flags.c_contiguous
-               and a.shape == first.shape for a in arrays)
+    return all(type(a) is np.ndarray and a.dtype == _F and a.shape == first.shape
+               for a in arrays)
+
+
+def compiled(*arrays) -> bool:
+    """Whether the compiled row loops take these arrays: NumPy, float32, C-ordered,
+    one shape."""
+    return _float32_of_one_shape(arrays) and all(a.flags.c_contiguous for a in arrays)
+
+
+def flat_order(*arrays):
+    """The order ('C' or 'F') in which these arrays are all one block of memory, for
+    the compiled loops to run over them flat, or None (the spec runs): float32 NumPy
+    arrays of one shape, all C-ordered, or all F-ordered as a Linear's output is for
+    few rows (tinynet/ops/linalg.py, ``times_transposed``)."""
+    if not _float32_of_one_shape(arrays):
+        return None
+    if all(a.flags.c_contiguous for a in arrays):
+        return "C"
+    return "F" if all(a.flags.f_contiguous for a in arrays) else None
 
 
 def _pointwise(loop, fallback):
-    """The kernel that runs ``loop`` on the flattened arrays when :func:`compiled`
+    """The kernel that runs ``loop`` on the flattened arrays when :func:`flat_order`
     takes them, and ``fallback`` (kernels/pointwise_spec.py) otherwise."""
     def kernel(*arrays):
-        if not compiled(*arrays):
+        order = flat_order(*arrays)
+        if order is None:
             return fallback(*arrays)
-        out = np.empty_like(arrays[0])
-        loop(*(a.reshape(-1) for a in arrays), out.reshape(-1))
+        out = np.empty_like(arrays[0])          # in the inputs' order
+        loop(*(a.reshape(-1, order=order) for a in arrays), out.reshape(-1, order=order))
         return out
     kernel.__name__ = fallback.__name__
     kernel.__doc__ = fallback.__doc__
@@ -161,8 +179,9 @@ def silu_forward(x):
     """``(SiLU(x), σ(x))`` in one pass, as :func:`tinynet.kernels.ops.pointwise_spec.silu_forward`:
     σ(x) is kept for the backward, which then needs no exponential (as the GELU's
     keeps Φ(x))."""
-    if not compiled(x):
+    order = flat_order(x)
+    if order is None:
         return pointwise_spec.silu_forward(x)
     y, s = np.empty_like(x), np.empty_like(x)
-    _silu_loop(x.reshape(-1), y.reshape(-1), s.reshape(-1))
+    _silu_loop(*(a.reshape(-1, order=order) for a in (x, y, s)))
     return y, s
