@@ -12,11 +12,10 @@
 """
 from __future__ import annotations
 
-import numpy as _np
-
 from .. import backend as _backend
 from .. import hooks as _hooks
 from .. import tensor as _tensor
+from ..runtime.quiet import ignore_fp_errors, restore_fp_errors
 from .core import as_array, as_recorded, node_inputs, topological_order
 from .versions import check_unmodified
 
@@ -151,13 +150,16 @@ class _GradientSums:
         if previous is None:
             self._sums[key] = grad
             return
-        with _np.errstate(invalid="ignore", over="ignore"):   # inf + -inf = NaN, silently
+        token = ignore_fp_errors()          # inf + -inf = NaN, silently
+        try:
             if id(previous) in self._owned:
                 previous += grad
             else:
                 total = as_array(previous + grad)
                 self._owned.add(id(total))
                 self._sums[key] = total
+        finally:
+            restore_fp_errors(token)
 
     def take(self, key):
         grad = self._sums.pop(key, None)

@@ -31,7 +31,7 @@ __all__ = ["sum", "mean", "var", "std", "norm"]
 def normalize_axis(axis: int, ndim: int) -> int:
     """A non-negative axis, or an ``IndexError`` naming the valid range."""
     size = builtins.max(ndim, 1)
-    if not isinstance(axis, numbers.Integral) or not -size <= axis < size:
+    if not (type(axis) is int or isinstance(axis, numbers.Integral)) or not -size <= axis < size:
         raise IndexError(
             f"dimension {axis} is out of range for a tensor with {ndim} dimensions "
             f"(expected an integer in [{-size}, {size - 1}])")

@@ -5,7 +5,8 @@ small op's own arithmetic. NumPy 2 keeps its error state in a context variable;
 setting that variable to a state that ignores everything, and resetting it after,
 is what ``errstate`` does underneath, without building the state each time. (On
 a NumPy that keeps it elsewhere, :func:`ignore_fp_errors` enters an
-``np.errstate``.) tinynet/ops/elementwise.py's ``no_fp_warnings`` is the one user.
+``np.errstate``.) tinynet/ops/elementwise.py's ``no_fp_warnings`` and the backward's
+sums of gradients (tinynet/autograd/engine.py) use it.
 """
 from __future__ import annotations
 
