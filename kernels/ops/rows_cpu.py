@@ -30,8 +30,8 @@ from .pointwise_cpu import compiled, exp32
 
 __all__ = ["softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "cross_entropy_forward", "cross_entropy_backward",
-           "sum_last_axis", "sum_last_axis_backward", "add_bias", "row_sum", "row_max",
-           "as_rows"]
+           "sum_last_axis", "sum_last_axis_of_product", "sum_last_axis_backward", "add_bias",
+           "row_sum", "row_dot", "row_max", "as_rows"]
 
 _LOOP = dict(cache=True, error_model="numpy", fastmath={"contract"})
 _INLINE = dict(inline="always", error_model="numpy", fastmath={"contract"})
@@ -45,6 +45,15 @@ def row_sum(a, i):
     total = _F(0)
     for j in range(a.shape[1]):
         total += a[i, j]
+    return total
+
+
+@njit(**_SUM)
+def row_dot(a, b, i):
+    """Σ_j a[i, j] b[i, j], in SIMD lanes as :func:`row_sum`."""
+    total = _F(0)
+    for j in range(a.shape[1]):
+        total += a[i, j] * b[i, j]
     return total
 
 
@@ -159,6 +168,12 @@ def _row_sums(x, out):
 
 
 @njit(**_LOOP)
+def _row_dots(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = row_dot(a, b, i)
+
+
+@njit(**_LOOP)
 def _spread_rows(values, out):
     for i in range(out.shape[0]):
         value = values[i]
@@ -231,6 +246,15 @@ def sum_last_axis(x):
         return rows_spec.sum_last_axis(x)
     out = np.empty(x.shape[:-1], _F)
     _row_sums(as_rows(x), out.reshape(-1))
+    return out
+
+
+def sum_last_axis_of_product(a, b):
+    """Σ_j a[..., j] b[..., j] in one pass, without the product's array."""
+    if not (compiled(a, b) and a.ndim > 0 and a.size):
+        return rows_spec.sum_last_axis_of_product(a, b)
+    out = np.empty(a.shape[:-1], _F)
+    _row_dots(as_rows(a), as_rows(b), out.reshape(-1))
     return out
 
 

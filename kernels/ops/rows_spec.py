@@ -8,7 +8,7 @@ from tinynet.backend import get_array_module
 
 __all__ = ["peak", "softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "cross_entropy_forward", "cross_entropy_backward",
-           "sum_last_axis", "sum_last_axis_backward", "add_bias"]
+           "sum_last_axis", "sum_last_axis_of_product", "sum_last_axis_backward", "add_bias"]
 
 
 def peak(x, axis):
@@ -71,6 +71,12 @@ def cross_entropy_backward(probs, scale, target):
 def sum_last_axis(x):
     """Σ over the last axis."""
     return x.sum(axis=-1)
+
+
+def sum_last_axis_of_product(a, b):
+    """Σ_j a[..., j] b[..., j]: a product of two arrays of one shape, summed over the
+    last axis (a column factor's gradient)."""
+    return (a * b).sum(axis=-1)
 
 
 def sum_last_axis_backward(grad, size):

@@ -52,6 +52,17 @@ def _grad_for(grad, shape):
     return None if shape is None else unbroadcast(grad, shape)
 
 
+def _factor_grad(grad, other, shape):
+    """The gradient of a factor of ``shape`` in a product: ``grad · other``, summed back
+    to its shape. For a column (…, 1), a scale of each row, the product and its sum
+    are one pass, the device's ``sum_last_axis_of_product``."""
+    if (shape is not None and len(shape) == grad.ndim and shape[-1] == 1 != grad.shape[-1]
+            and tuple(shape[:-1]) == grad.shape[:-1]
+            and getattr(other, "shape", None) == grad.shape):
+        return kernels_for(grad).sum_last_axis_of_product(grad, other).reshape(shape)
+    return _grad_for(broadcast("mul", operator.mul, grad, other), shape)
+
+
 def no_fp_warnings(cls):
     """Run a Function's forward and backward with NumPy's floating-point warnings
     off: log 0 = -inf, 0 / 0 = NaN and inf - inf = NaN come out silently, as in
@@ -159,10 +170,8 @@ class Mul(Function):
     def backward(ctx, grad):
         a, b = ctx.saved
         shape_a, shape_b = ctx.shapes
-        grad_a = _grad_for(broadcast("mul", operator.mul, grad, b), shape_a) \
-            if ctx.needs_input_grad(0) else None
-        grad_b = _grad_for(broadcast("mul", operator.mul, grad, a), shape_b) \
-            if ctx.needs_input_grad(1) else None
+        grad_a = _factor_grad(grad, b, shape_a) if ctx.needs_input_grad(0) else None
+        grad_b = _factor_grad(grad, a, shape_b) if ctx.needs_input_grad(1) else None
         return grad_a, grad_b
 
 
