@@ -310,14 +310,3 @@ def test_a_transposed_block_runs_the_loops_and_keeps_its_order(name):
         assert got.flags.f_contiguous and not got.flags.c_contiguous
         assert np.array_equal(got, want, equal_nan=True)
 
-
-@pytest.mark.parametrize("name", ["sigmoid_forward", "silu_forward"])
-def test_the_shared_out_exponential_loops_give_the_one_thread_loops_bits(name):
-    """From PARALLEL_MIN_ELEMENTS the exponential's loop is shared out over the
-    threads: each element is still the one-thread loop's."""
-    x, _ = _inputs(3 * pointwise_cpu.PARALLEL_MIN_ELEMENTS + 5, seed=4)
-    kernel = getattr(pointwise_cpu, name)
-    shared = np.atleast_2d(kernel(x))
-    alone = np.atleast_2d(kernel(x[:1000]))              # under the threshold: one thread
-    assert np.array_equal(shared[:, :1000], alone, equal_nan=True)
-    _close_to_float64(shared[-1], (x,), "sigmoid_forward", rtol=1e-6)   # σ, for both

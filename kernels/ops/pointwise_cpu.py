@@ -22,9 +22,8 @@ x σ(2u), which has no cancellation for negative u and needs only the exponentia
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .._common import PARALLEL_MIN_ELEMENTS
 from . import pointwise_spec
 
 __all__ = ["sigmoid_forward", "sigmoid_backward", "silu_forward", "silu_backward",
@@ -32,7 +31,6 @@ __all__ = ["sigmoid_forward", "sigmoid_backward", "silu_forward", "silu_backward
            "gelu_tanh_backward", "exp32"]
 
 _LOOP = dict(cache=True, error_model="numpy", fastmath={"contract"})
-_SHARED_LOOP = dict(_LOOP, parallel=True)
 _F = np.float32
 _LOG2E, _LN2_HIGH, _LN2_LOW = _F(1.4426950408889634), _F(0.693359375), _F(-2.12194440e-4)
 _EXP_LOW, _EXP_HIGH = _F(-87.3), _F(88.7)
@@ -69,12 +67,6 @@ def _sigmoid_loop(x, y):
         y[i] = _sigmoid(x[i])
 
 
-@njit(**_SHARED_LOOP)
-def _sigmoid_shared_loop(x, y):
-    for i in prange(x.size):
-        y[i] = _sigmoid(x[i])
-
-
 @njit(**_LOOP)
 def _sigmoid_backward_loop(grad, y, dx):
     for i in range(y.size):
@@ -84,14 +76,6 @@ def _sigmoid_backward_loop(grad, y, dx):
 @njit(**_LOOP)
 def _silu_loop(x, y, s):
     for i in range(x.size):
-        sigma = _sigmoid(x[i])
-        s[i] = sigma
-        y[i] = x[i] * sigma
-
-
-@njit(**_SHARED_LOOP)
-def _silu_shared_loop(x, y, s):
-    for i in prange(x.size):
         sigma = _sigmoid(x[i])
         s[i] = sigma
         y[i] = x[i] * sigma
@@ -166,26 +150,22 @@ def flat_order(*arrays):
     return "F" if all(a.flags.f_contiguous for a in arrays) else None
 
 
-def _pointwise(loop, fallback, shared_loop=None):
+def _pointwise(loop, fallback):
     """The kernel that runs ``loop`` on the flattened arrays when :func:`flat_order`
-    takes them, and ``fallback`` (kernels/pointwise_spec.py) otherwise; an
-    exponential's loop is shared out over the threads from
-    kernels/_common.PARALLEL_MIN_ELEMENTS elements (``shared_loop``)."""
+    takes them, and ``fallback`` (kernels/pointwise_spec.py) otherwise."""
     def kernel(*arrays):
         order = flat_order(*arrays)
         if order is None:
             return fallback(*arrays)
         out = np.empty_like(arrays[0])          # in the inputs' order
-        run = shared_loop if shared_loop and out.size >= PARALLEL_MIN_ELEMENTS else loop
-        run(*(a.reshape(-1, order=order) for a in arrays), out.reshape(-1, order=order))
+        loop(*(a.reshape(-1, order=order) for a in arrays), out.reshape(-1, order=order))
         return out
     kernel.__name__ = fallback.__name__
     kernel.__doc__ = fallback.__doc__
     return kernel
 
 
-sigmoid_forward = _pointwise(_sigmoid_loop, pointwise_spec.sigmoid_forward,
-                             _sigmoid_shared_loop)
+sigmoid_forward = _pointwise(_sigmoid_loop, pointwise_spec.sigmoid_forward)
 sigmoid_backward = _pointwise(_sigmoid_backward_loop, pointwise_spec.sigmoid_backward)
 silu_backward = _pointwise(_silu_backward_loop, pointwise_spec.silu_backward)
 tanh_backward = _pointwise(_tanh_backward_loop, pointwise_spec.tanh_backward)
@@ -203,6 +183,5 @@ def silu_forward(x):
     if order is None:
         return pointwise_spec.silu_forward(x)
     y, s = np.empty_like(x), np.empty_like(x)
-    run = _silu_shared_loop if x.size >= PARALLEL_MIN_ELEMENTS else _silu_loop
-    run(*(a.reshape(-1, order=order) for a in (x, y, s)))
+    _silu_loop(*(a.reshape(-1, order=order) for a in (x, y, s)))
     return y, s
