@@ -285,6 +285,9 @@ def get_backend(device="cpu") -> Backend:
 
 def kernels_for(array) -> KernelTable:
     """The kernel table of the device that holds ``array``."""
+    cpu = _backends.get("cpu")
+    if cpu is not None and type(array) is np.ndarray:      # every op asks: the short way
+        return cpu.kernels
     return get_backend(device_of(array)).kernels
 
 

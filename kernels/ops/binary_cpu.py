@@ -71,10 +71,10 @@ def _with_column(code, rows, column, out, column_first):
 def binary(op, a, b):
     """The spec's ``op(a, b)``, as a compiled loop over the rows where one operand is
     a row or a column broadcast against the other."""
-    if not (type(a) is np.ndarray and type(b) is np.ndarray and a.shape != b.shape
-            and a.dtype == b.dtype and max(a.size, b.size) >= MIN_ELEMENTS
-            and a.dtype in FLOAT_DTYPES and a.ndim and b.ndim
-            and a.flags.c_contiguous and b.flags.c_contiguous):
+    if not (type(a) is np.ndarray and type(b) is np.ndarray
+            and (a.size >= MIN_ELEMENTS or b.size >= MIN_ELEMENTS)
+            and a.shape != b.shape and a.dtype == b.dtype and a.dtype in FLOAT_DTYPES
+            and a.ndim and b.ndim and a.flags.c_contiguous and b.flags.c_contiguous):
         return binary_spec.binary(op, a, b)
     big, small = (a, b) if a.size >= b.size else (b, a)
     small_first = small is a
