@@ -15,6 +15,7 @@ from .core import (
                    as_array,
                    as_recorded,
                    chain_rule,
+                   is_column,
                    topological_order,
                    unbroadcast,
 )
@@ -23,5 +24,5 @@ from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, se
 from .versions import record_in_place
 
 __all__ = ["Function", "Context", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "unbroadcast", "run_backward", "as_array",
-           "record_in_place", "as_recorded", "chain_rule", "topological_order"]
+           "inference_mode", "is_grad_enabled", "unbroadcast", "is_column", "run_backward",
+           "as_array", "record_in_place", "as_recorded", "chain_rule", "topological_order"]

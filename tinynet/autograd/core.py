@@ -33,7 +33,7 @@ from .. import tensor as _tensor
 from . import grad_mode as _grad_mode
 
 __all__ = ["Function", "Context", "chain_rule", "topological_order", "unbroadcast",
-           "as_array", "as_recorded"]
+           "is_column", "as_array", "as_recorded"]
 
 _sequence = itertools.count()   # numbers the nodes in the order they are recorded
 
@@ -151,6 +151,13 @@ def _check_same_device(fn, arrays):
             f"tensors on {' and '.join(sorted(devices))}")
 
 
+def is_column(shape, full_shape) -> bool:
+    """Whether an input of ``shape`` is a column (…, 1) broadcast along the last axis
+    of ``full_shape``, and nowhere else: a scale or sum of each row."""
+    return (len(shape) == len(full_shape) > 0 and shape[-1] == 1 != full_shape[-1]
+            and tuple(shape[:-1]) == tuple(full_shape[:-1]))
+
+
 def unbroadcast(grad, shape):
     """Sum ``grad`` over the axes along which an input of ``shape`` was broadcast.
 
@@ -162,7 +169,7 @@ def unbroadcast(grad, shape):
     extra = grad.ndim - len(shape)
     axes = tuple(range(extra)) + tuple(
         extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1)
-    if axes == (grad.ndim - 1,):        # a column (…, 1): the device's row sums
+    if is_column(shape, grad.shape):    # (…, 1): the device's row sums
         grad = _backend.kernels_for(grad).sum_last_axis(grad)
     elif axes:
         grad = grad.sum(axis=axes, keepdims=True)

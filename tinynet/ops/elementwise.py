@@ -20,7 +20,7 @@ import operator
 
 import numpy as np
 
-from ..autograd import Function, unbroadcast
+from ..autograd import Function, is_column, unbroadcast
 from ..backend import get_array_module, kernels_for
 from ..runtime.quiet import ignore_fp_errors, restore_fp_errors
 from ..tensor import Tensor
@@ -56,8 +56,7 @@ def _factor_grad(grad, other, shape):
     """The gradient of a factor of ``shape`` in a product: ``grad · other``, summed back
     to its shape. For a column (…, 1), a scale of each row, the product and its sum
     are one pass, the device's ``sum_last_axis_of_product``."""
-    if (shape and len(shape) == grad.ndim and shape[-1] == 1 != grad.shape[-1]
-            and tuple(shape[:-1]) == grad.shape[:-1]
+    if (shape is not None and is_column(shape, grad.shape)
             and getattr(other, "shape", None) == grad.shape):
         return kernels_for(grad).sum_last_axis_of_product(grad, other).reshape(shape)
     return _grad_for(broadcast("mul", operator.mul, grad, other), shape)

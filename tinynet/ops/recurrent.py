@@ -101,7 +101,6 @@ class LSTMSequence(Function):
         norm_stats = []                      # per step, for the LN-LSTM's backward
         for t in range(steps):
             recurrent = hs[t] @ weight_hh.T
-            hh_stats = cell_stats = None
             if layer_norm:
                 normalized, *hh_stats = kernels.layer_norm_forward(recurrent, hh_gain,
                                                                    hh_bias, eps[0])
