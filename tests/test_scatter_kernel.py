@@ -61,3 +61,31 @@ def test_the_embedding_gradient_sums_each_rows_gradients():
     want = np.zeros((5, 4), np.float32)
     np.add.at(want, tokens.reshape(-1), grad.reshape(-1, 4))
     np.testing.assert_array_equal(weight.grad.numpy(), want)
+
+
+@pytest.mark.parametrize("shape, index", [
+    ((5, 4), [[1, 3, 1], [4, 1, 0]]),        # a bigram's W[x]: rows of a table
+    ((6,), [2, -1, 2, 5, -6]),              # a vector, negative positions from the end
+    ((3, 2, 4), [[0], [-1], [0]]),          # rows that are matrices
+    ((4, 3), 2),                            # one row (a 0-d index array)
+    ((4, 3), np.zeros(0, np.int64)),        # no rows
+])
+def test_an_integer_array_index_gradient_adds_each_rows_gradients(shape, index):
+    """``x[idx]``'s gradient goes through the embedding's add_rows; it is add.at's sum."""
+    rng = np.random.default_rng(len(shape))
+    index = np.asarray(index)
+    x = tinynet.tensor(rng.standard_normal(shape), requires_grad=True)
+    grad = rng.standard_normal(index.shape + shape[1:])
+    x[tinynet.tensor(index)].backward(tinynet.tensor(grad))
+    want = np.zeros(shape)
+    np.add.at(want, index, grad)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-14, atol=1e-15)
+
+
+def test_an_index_along_another_axis_still_scatters_into_its_view():
+    """index_select along dim 1 scatters into a transposed (not C-ordered) view of
+    the gradient: add.at's path, the sum still lands in the gradient."""
+    x = tinynet.tensor(np.zeros((2, 3)), requires_grad=True)
+    index = tinynet.tensor([2, 0, 2])
+    tinynet.index_select(x, 1, index).backward(tinynet.tensor(np.arange(6.0).reshape(2, 3)))
+    np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 2], [4, 0, 8]])
