@@ -127,15 +127,17 @@ def _gelu_tanh_backward_loop(grad, x, dx):
 
 
 def _float32_of_one_shape(arrays) -> bool:
-    first = arrays[0]
-    return all(type(a) is np.ndarray and a.dtype == _F and a.shape == first.shape
-               for a in arrays)
+    shape = arrays[0].shape
+    for a in arrays:             # a loop, not all(...): every kernel call asks
+        if type(a) is not np.ndarray or a.dtype != _F or a.shape != shape:
+            return False
+    return True
 
 
 def compiled(*arrays) -> bool:
     """Whether the compiled row loops take these arrays: NumPy, float32, C-ordered,
     one shape."""
-    return _float32_of_one_shape(arrays) and all(a.flags.c_contiguous for a in arrays)
+    return _float32_of_one_shape(arrays) and _all_flagged(arrays, "C_CONTIGUOUS")
 
 
 def flat_order(*arrays):
@@ -145,9 +147,16 @@ def flat_order(*arrays):
     few rows (tinynet/ops/linalg.py, ``times_transposed``)."""
     if not _float32_of_one_shape(arrays):
         return None
-    if all(a.flags.c_contiguous for a in arrays):
+    if _all_flagged(arrays, "C_CONTIGUOUS"):
         return "C"
-    return "F" if all(a.flags.f_contiguous for a in arrays) else None
+    return "F" if _all_flagged(arrays, "F_CONTIGUOUS") else None
+
+
+def _all_flagged(arrays, flag) -> bool:
+    for a in arrays:
+        if not a.flags[flag]:
+            return False
+    return True
 
 
 def _pointwise(loop, fallback):
