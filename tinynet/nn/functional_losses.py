@@ -181,31 +181,29 @@ def _rows(input, target, classes):
 def _index_cross_entropy(input, target, weight, reduction, ignore_index, label_smoothing,
                          classes):
     logits, flat = _rows(input, target, classes)
-    ignored = check_class_targets(logits.shape, flat, "cross_entropy", ignore_index)
-    ignore = ignore_index if ignored else None
+    safe, kept = check_class_targets(logits.shape, flat, "cross_entropy", ignore_index)
     weight = _constant("cross_entropy", "weight", weight, input)
     if weight is None:                      # the language models' path: one fused node
-        loss = CrossEntropyFunction.apply(logits, flat, reduction, ignore)
+        loss = CrossEntropyFunction.apply(logits, safe, reduction, kept)
     else:
-        loss = CrossEntropyFunction.apply(logits, flat, reduction, ignore, weight)
+        loss = CrossEntropyFunction.apply(logits, safe, reduction, kept, weight)
     if label_smoothing > 0:
-        smooth = _smoothing_term(logits, flat, weight, reduction, ignore)
+        smooth = _smoothing_term(logits, safe, weight, reduction, kept)
         loss = (1 - label_smoothing) * loss + smooth * (label_smoothing / classes)
     if reduction == "none" and input.ndim != 2:
         loss = loss.reshape(target.shape)
     return loss
 
 
-def _smoothing_term(logits, target, weight, reduction, ignore):
-    """−Σ_c w_c log softmax(z)_c of each row, 0 on ignored rows, reduced like the
-    NLL term (the mean over Σ w[t] of the kept rows), as PyTorch."""
+def _smoothing_term(logits, target, weight, reduction, kept):
+    """−Σ_c w_c log softmax(z)_c of each row, 0 on the rows not ``kept`` (None: all
+    are), reduced like the NLL term (the mean over Σ w[t] of the kept rows), as
+    PyTorch."""
     log_p = log_softmax(logits, 1)
     if weight is not None:
         log_p = log_p * weight
     smooth = -log_p.sum(1)
-    kept = None
-    if ignore is not None:
-        kept = target != ignore
+    if kept is not None:
         smooth = smooth.masked_fill(~kept, 0.0)
     if reduction == "none":
         return smooth
@@ -307,10 +305,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
                          f"indices of shape {expected}, got a target of shape "
                          f"{tuple(target.shape)}")
     log_p, flat = _rows(input, target, classes)
-    ignored = check_class_targets(log_p.shape, flat, "nll_loss", ignore_index)
+    safe, kept = check_class_targets(log_p.shape, flat, "nll_loss", ignore_index)
     xp = get_backend(input.device).xp
-    kept = flat != ignore_index if ignored else xp.ones(flat.shape, bool)
-    safe = xp.where(kept, flat, 0)
+    if kept is None:
+        kept = xp.ones(flat.shape, bool)
     weight = _constant("nll_loss", "weight", weight, input)
     if weight is not None and tuple(weight.shape) != (classes,):
         raise ValueError(f"nll_loss: weight of shape {tuple(weight.shape)} must hold one "

@@ -22,9 +22,11 @@ BCE_GRAD_FLOOR = float(np.float32(1e-12))   # ... and p (1 - p) in its gradient 
                                             # (PyTorch's float EPSILON, also in float64)
 
 
-def check_class_targets(logits_shape, target, name, ignore_index=None) -> bool:
+def check_class_targets(logits_shape, target, name, ignore_index=None):
     """Targets must be integer class indices in [0, C), one per row (or
-    ``ignore_index``, when given). Returns whether ``ignore_index`` occurs."""
+    ``ignore_index``, when given). Returns ``(target, kept)``: where ``ignore_index``
+    occurs, the targets with it replaced by class 0 (a row the kernels can read)
+    and the mask of the other rows; else the targets as they are and None."""
     if not np.issubdtype(target.dtype, np.integer):
         raise ValueError(f"{name}: target must hold integer class indices, "
                          f"got dtype {target.dtype}")
@@ -33,20 +35,24 @@ def check_class_targets(logits_shape, target, name, ignore_index=None) -> bool:
             f"{name}: expected input of shape (N, C) and target of shape (N,), got "
             f"input {tuple(logits_shape)} and target {tuple(target.shape)}")
     if not target.size:
-        return False
+        return target, None
     classes = logits_shape[1]
     low, high = int(target.min()), int(target.max())
-    if 0 <= low and high < classes and not (ignore_index is not None
-                                            and low <= ignore_index <= high):
-        return False                        # all in range; ignore_index is not among them
-    ignored = ignore_index is not None and bool((target == ignore_index).any())
-    kept = target[target != ignore_index] if ignored else target
-    if kept.size and (int(kept.min()) < 0 or int(kept.max()) >= classes):
-        bad = as_numpy(kept)[(as_numpy(kept) < 0) | (as_numpy(kept) >= classes)]
+    kept = None
+    if ignore_index is not None and low <= ignore_index <= high:
+        kept = target != ignore_index
+        if kept.all():
+            kept = None
+        else:
+            target = get_array_module(target).where(kept, target, 0)
+            low, high = int(target.min()), int(target.max())
+    if low < 0 or high >= classes:
+        values = as_numpy(target)
+        bad = values[(values < 0) | (values >= classes)]
         raise ValueError(
             f"{name}: target value {int(bad[0])} is out of range for {classes} classes "
             f"(expected 0 <= target < {classes})")
-    return ignored
+    return target, kept
 
 
 @no_fp_warnings
@@ -55,8 +61,9 @@ class CrossEntropyFunction(Function):
     The device's ``cross_entropy_forward`` gives both the losses and the softmax,
     which the backward scales.
 
-    Rows whose target is ``ignore_index`` have loss 0 and no gradient, and the
-    mean is over the other rows (NaN if there are none, as PyTorch).
+    Rows outside the mask ``kept`` (those whose target is ``ignore_index``, from
+    :func:`check_class_targets`) have loss 0 and no gradient, and the mean is
+    over the rows kept (NaN if there are none, as PyTorch).
 
     With class ``weight`` (an array of C numbers) row i counts w[t_i]: its loss
     and gradient are scaled by it and the mean divides by Σ w[t_i] over the rows
@@ -66,12 +73,8 @@ class CrossEntropyFunction(Function):
     backward_reads_inputs = False           # it reads the softmax the forward kept
 
     @staticmethod
-    def forward(ctx, logits, target, reduction, ignore_index=None, weight=None):
+    def forward(ctx, logits, target, reduction, kept=None, weight=None):
         xp = get_array_module(logits)
-        kept = None
-        if ignore_index is not None:
-            kept = target != ignore_index
-            target = xp.where(kept, target, 0)
         losses, probs = kernels_for(logits).cross_entropy_forward(logits, target)
         row_weight = kept
         if weight is not None:
