@@ -198,3 +198,29 @@ def test_the_cores_chain_rule_on_a_diamond_with_several_outputs():
     np.testing.assert_array_equal(grads[b], b.grad.numpy())
     (root, ones), = tinynet.autograd.chain_rule(b).items()         # a leaf as the root
     assert root is b and np.array_equal(ones, np.ones(3))
+
+
+def test_gradient_sums_that_overflow_are_inf_and_nan_without_warnings():
+    """Two paths whose gradients are +inf and -inf meet at x: their sum is NaN, as in
+    PyTorch, with no RuntimeWarning from NumPy; the warnings are back after."""
+    import warnings
+    x = tinynet.tensor([1.0, 2.0], dtype=np.float32, requires_grad=True)
+    big = np.float32(3e38)
+    y = (x * big) * 10 - (x * big) * 10          # d/dx: +inf and -inf, summed at x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y.sum().backward()
+    assert np.isnan(x.grad.numpy()).all()
+    with pytest.warns(RuntimeWarning):
+        np.float32(3e38) * np.float32(10)        # NumPy warns again outside the backward
+
+
+def test_floating_point_warnings_turned_off_twice_come_back_once_both_end():
+    from tinynet.runtime.quiet import ignore_fp_errors, restore_fp_errors
+    outer = ignore_fp_errors()
+    inner = ignore_fp_errors()
+    assert np.geterr()["over"] == "ignore"
+    restore_fp_errors(inner)
+    assert np.geterr()["over"] == "ignore"
+    restore_fp_errors(outer)
+    assert np.geterr()["over"] == "warn"

@@ -105,12 +105,11 @@ def test_pointwise_kernel_edges_are_the_specs(name):
 
 
 @pytest.mark.parametrize("name", POINTWISE)
-def test_pointwise_kernel_hands_other_arrays_to_the_spec(name):
+def test_pointwise_kernel_hands_other_dtypes_to_the_spec(name):
     x, g = _inputs(64)
-    for args in (tuple(a.astype(np.float64) for a in POINTWISE[name](x, g)),
-                 tuple(np.repeat(a, 2)[::2] for a in POINTWISE[name](x, g))):
-        np.testing.assert_array_equal(getattr(pointwise_cpu, name)(*args),
-                                      getattr(pointwise_spec, name)(*args))
+    args = tuple(a.astype(np.float64) for a in POINTWISE[name](x, g))
+    np.testing.assert_array_equal(getattr(pointwise_cpu, name)(*args),
+                                  getattr(pointwise_spec, name)(*args))
 
 
 ROW_SHAPES = [(3, 1), (5, 7), (4, 8), (6, 65), (2, 3, 64), (1, 300)]
@@ -301,12 +300,30 @@ def test_a_transposed_block_runs_the_loops_and_keeps_its_order(name):
     x, g = x.reshape(64, 33), g.reshape(64, 33)
     c_args = POINTWISE.get(name, lambda x, g: (x,))(x, g)
     f_args = tuple(np.asfortranarray(a) for a in c_args)
-    assert pointwise_cpu.flat_order(*f_args) == "F" and pointwise_cpu.flat_order(*c_args) == "C"
-    assert pointwise_cpu.flat_order(f_args[0], c_args[0]) is None     # mixed: the spec
+    assert pointwise_cpu.in_one_order(f_args)[0] == "F"
+    assert pointwise_cpu.in_one_order(c_args)[0] == "C"
     kernel = getattr(pointwise_cpu, name)
     ours, theirs = kernel(*f_args), kernel(*c_args)
     for got, want in zip(ours if name == "silu_forward" else (ours,),
                          theirs if name == "silu_forward" else (theirs,), strict=True):
         assert got.flags.f_contiguous and not got.flags.c_contiguous
         assert np.array_equal(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE))
+def test_arrays_laid_out_differently_run_the_loops_in_the_first_ones_order(name):
+    """A sigmoid's output in a Linear's F order and its gradient in C order (a GRU
+    cell's), or strided slices: the loops run on copies, so the values come out as
+    for C-ordered arrays, bit for bit, whatever the layout."""
+    x, g = _inputs(64 * 33)
+    c_args = POINTWISE[name](x.reshape(64, 33), g.reshape(64, 33))
+    mixed = (np.asfortranarray(c_args[0]),) + c_args[1:]
+    order, taken = pointwise_cpu.in_one_order(mixed)
+    assert order == "F" and all(a.flags.f_contiguous for a in taken)
+    sliced = tuple(np.repeat(a, 2, axis=1)[:, ::2] for a in c_args)    # not contiguous
+    assert pointwise_cpu.in_one_order(sliced)[0] == "C"
+    kernel = getattr(pointwise_cpu, name)
+    want = kernel(*c_args)
+    for args in (mixed, sliced):
+        assert np.array_equal(kernel(*args), want, equal_nan=True)
 

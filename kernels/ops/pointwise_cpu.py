@@ -140,16 +140,20 @@ def compiled(*arrays) -> bool:
     return _float32_of_one_shape(arrays) and _all_flagged(arrays, "C_CONTIGUOUS")
 
 
-def flat_order(*arrays):
-    """The order ('C' or 'F') in which these arrays are all one block of memory, for
-    the compiled loops to run over them flat, or None (the spec runs): float32 NumPy
-    arrays of one shape, all C-ordered, or all F-ordered as a Linear's output is for
-    few rows (tinynet/ops/linalg.py, ``times_transposed``)."""
+def in_one_order(arrays):
+    """``(order, arrays)``: the order ('C' or 'F') in which the compiled loops run
+    over these arrays flat, and the arrays, those laid out otherwise copied into it
+    (a copy is one pass, the spec takes several); or ``(None, arrays)`` where the
+    loops do not take them (the spec runs): float32 NumPy arrays of one shape. The
+    order is the first array's: F where it is F-ordered, as a Linear's output is
+    for few rows (tinynet/ops/linalg.py, ``times_transposed``), else C."""
     if not _float32_of_one_shape(arrays):
-        return None
-    if _all_flagged(arrays, "C_CONTIGUOUS"):
-        return "C"
-    return "F" if _all_flagged(arrays, "F_CONTIGUOUS") else None
+        return None, arrays
+    first = arrays[0].flags
+    order = "F" if first.f_contiguous and not first.c_contiguous else "C"
+    if not _all_flagged(arrays, order + "_CONTIGUOUS"):
+        arrays = [np.asarray(a, order=order) for a in arrays]
+    return order, arrays
 
 
 def _all_flagged(arrays, flag) -> bool:
@@ -160,10 +164,10 @@ def _all_flagged(arrays, flag) -> bool:
 
 
 def _pointwise(loop, fallback):
-    """The kernel that runs ``loop`` on the flattened arrays when :func:`flat_order`
+    """The kernel that runs ``loop`` on the flattened arrays when :func:`in_one_order`
     takes them, and ``fallback`` (kernels/pointwise_spec.py) otherwise."""
     def kernel(*arrays):
-        order = flat_order(*arrays)
+        order, arrays = in_one_order(arrays)
         if order is None:
             return fallback(*arrays)
         out = np.empty_like(arrays[0])          # in the inputs' order
@@ -188,7 +192,7 @@ def silu_forward(x):
     """``(SiLU(x), σ(x))`` in one pass, as :func:`tinynet.kernels.ops.pointwise_spec.silu_forward`:
     σ(x) is kept for the backward, which then needs no exponential (as the GELU's
     keeps Φ(x))."""
-    order = flat_order(x)
+    order, (x,) = in_one_order((x,))
     if order is None:
         return pointwise_spec.silu_forward(x)
     y, s = np.empty_like(x), np.empty_like(x)

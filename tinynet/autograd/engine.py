@@ -50,12 +50,16 @@ def run_backward(root, grad=None, retain_graph=False):
     sums = _GradientSums()
     sums.add(_sum_key(root), grad)
     order = topological_order(root._node)
-    for node, leaves in zip(order, _last_consumers(order), strict=True):
-        _run_node(node, sums, retain_graph)
-        for leaf in leaves:
-            leaf_grad = sums.take(leaf)
-            if leaf_grad is not None:
-                _deliver(leaf, leaf_grad, stored)
+    token = ignore_fp_errors()      # inf + -inf = NaN silently, in every sum and node
+    try:
+        for node, leaves in zip(order, _last_consumers(order), strict=True):
+            _run_node(node, sums, retain_graph)
+            for leaf in leaves:
+                leaf_grad = sums.take(leaf)
+                if leaf_grad is not None:
+                    _deliver(leaf, leaf_grad, stored)
+    finally:
+        restore_fp_errors(token)
 
 
 def _last_consumers(order):
@@ -149,17 +153,12 @@ class _GradientSums:
         previous = self._sums.get(key)
         if previous is None:
             self._sums[key] = grad
-            return
-        token = ignore_fp_errors()          # inf + -inf = NaN, silently
-        try:
-            if id(previous) in self._owned:
-                previous += grad
-            else:
-                total = as_array(previous + grad)
-                self._owned.add(id(total))
-                self._sums[key] = total
-        finally:
-            restore_fp_errors(token)
+        elif id(previous) in self._owned:
+            previous += grad
+        else:
+            total = as_array(previous + grad)
+            self._owned.add(id(total))
+            self._sums[key] = total
 
     def take(self, key):
         grad = self._sums.pop(key, None)

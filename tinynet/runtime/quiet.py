@@ -5,8 +5,8 @@ small op's own arithmetic. NumPy 2 keeps its error state in a context variable;
 setting that variable to a state that ignores everything, and resetting it after,
 is what ``errstate`` does underneath, without building the state each time. (On
 a NumPy that keeps it elsewhere, :func:`ignore_fp_errors` enters an
-``np.errstate``.) tinynet/ops/elementwise.py's ``no_fp_warnings`` and the backward's
-sums of gradients (tinynet/autograd/engine.py) use it.
+``np.errstate``.) tinynet/ops/elementwise.py's ``no_fp_warnings`` and the backward
+pass (tinynet/autograd/engine.py) use it.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def ignore_fp_errors():
         state.__enter__()
         return state
     current = _extobj_contextvar.get()
-    if current is not _last[0]:
+    if current is not _last[0] and current is not _last[1]:    # (_last[1]: ignoring already)
         _last[:] = current, _make_extobj(all="ignore")
     return _extobj_contextvar.set(_last[1])
 
