@@ -36,6 +36,7 @@ __all__ = ["Function", "Context", "chain_rule", "topological_order", "unbroadcas
            "is_column", "as_array", "as_recorded"]
 
 _sequence = itertools.count()   # numbers the nodes in the order they are recorded
+_FLOAT = _np.dtype(float)       # the dtype of an output that is a Python number
 
 
 class Context:
@@ -133,7 +134,7 @@ def _output(Tensor, array, record, ctx, index=0):
     """The Tensor of one output; an integer or boolean one never requires grad
     (indices, comparisons, a cast to int), as in PyTorch."""
     array = as_array(array)
-    record = record and getattr(array, "dtype", _np.dtype(float)).kind in "fc"
+    record = record and getattr(array, "dtype", _FLOAT).kind in "fc"
     return Tensor._make(array, record, ctx if record else None, index)
 
 
