@@ -105,8 +105,9 @@ def scatter_add(target, index, values) -> None:
     adds element by element, several times slower."""
     if _reads_rows(target, index, values):
         if index.size:
+            # a negative row counts from the end, as in the forward's indexing
             rows = get_array_module(index).remainder(index.reshape(-1), target.shape[0])
-            columns = target.size // target.shape[0]        # negative rows: from the end
+            columns = target.size // target.shape[0]
             add_rows(target.reshape(target.shape[0], columns), rows,
                      values.reshape(rows.size, columns))
     elif isinstance(target, np.ndarray):
