@@ -213,14 +213,16 @@ def test_sum_over_the_last_axis_gives_each_element_its_rows_gradient():
     np.testing.assert_array_equal(x.grad.numpy(), np.repeat(g[:, None], 5, axis=1))
 
 
-@pytest.mark.parametrize("shape", [(768, 384), (2, 3, 65), (5, 1), (4,)])
-def test_add_bias_is_numpys_add_bit_for_bit(shape):
+@pytest.mark.parametrize("order", ["C", "F"])       # F: a Linear's output for few rows
+@pytest.mark.parametrize("shape", [(768, 384), (2, 3, 65), (5, 1), (4,), (32, 33)])
+def test_add_bias_is_numpys_add_bit_for_bit(shape, order):
     out, _ = _rows(shape)
+    out = np.asarray(out, order=order)
     out.reshape(-1)[:4] = [np.inf, -0.0, np.nan, 3e38][:out.size]
     bias = np.random.default_rng(2).standard_normal(shape[-1:]).astype(np.float32)
     want = out + bias
     got = rows_cpu.add_bias(out, bias)
-    assert got is out                                   # in place
+    assert got is out and got.flags[order + "_CONTIGUOUS"]      # in place
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 

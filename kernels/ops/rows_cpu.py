@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from . import rows_spec
-from .pointwise_cpu import compiled, exp32
+from .pointwise_cpu import _float32_of_one_shape, compiled, exp32
 
 __all__ = ["softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "cross_entropy_forward", "cross_entropy_backward",
@@ -188,6 +188,14 @@ def _add_bias_loop(rows, bias):
             rows[i, j] += bias[j]
 
 
+@njit(**_LOOP)
+def _add_bias_to_columns_loop(columns, bias):
+    """The same for an F-ordered out, given as its transpose: bias[j] along column j."""
+    for j in range(columns.shape[0]):
+        for i in range(columns.shape[1]):
+            columns[j, i] += bias[j]
+
+
 def as_rows(a):
     """The rows of ``a``, a C-ordered array, as a 2-D view (rows of 0 columns too,
     whose count NumPy cannot infer from a −1)."""
@@ -272,9 +280,15 @@ def sum_last_axis_backward(grad, size):
 
 def add_bias(out, bias):
     """``out += bias`` along the last axis, in place: NumPy's broadcast add runs
-    slower on a Linear's (768, 128…512) outputs."""
-    if not (compiled(out) and out.ndim > 0 and type(bias) is np.ndarray
+    slower on a Linear's (768, 128…512) outputs, and on its F-ordered (few rows ×
+    features) ones (tinynet/ops/linalg.py) it costs more than the product's rows."""
+    if not (_float32_of_one_shape((out,)) and out.ndim > 0 and type(bias) is np.ndarray
             and bias.shape == out.shape[-1:] and bias.dtype == _F):
         return rows_spec.add_bias(out, bias)
-    _add_bias_loop(as_rows(out), bias)
+    if out.flags.c_contiguous:
+        _add_bias_loop(as_rows(out), bias)
+    elif out.ndim == 2 and out.flags.f_contiguous:
+        _add_bias_to_columns_loop(out.T, bias)
+    else:
+        rows_spec.add_bias(out, bias)
     return out
