@@ -194,37 +194,44 @@ def as_recorded(x, node):
 
 def node_inputs(node):
     """The node's input tensors, each as the node saw it."""
-    return [as_recorded(x, node) for x in node.inputs if isinstance(x, _tensor.Tensor)]
+    tensors = []
+    for x in node.inputs:        # a loop: a list comprehension costs a call (Python 3.11)
+        if isinstance(x, _tensor.Tensor):
+            tensors.append(as_recorded(x, node))
+    return tensors
 
 
 def _parent_nodes(node):
+    """The nodes that made the node's input tensors (as the node saw them)."""
     if node.freed:
         return ()
-    return [x._node for x in node_inputs(node) if x._node is not None]
+    parents = []
+    for x in node_inputs(node):
+        if x._node is not None:
+            parents.append(x._node)
+    return parents
 
 
 def topological_order(root):
     """Nodes reachable from ``root``, each before the nodes it depends on.
 
-    An iterative depth-first search (an explicit stack instead of recursion)
-    emits each node after all of its parents; reversing that post-order puts
+    A node's inputs were recorded before it, so the reverse of the order in which
+    the forward recorded the nodes (``Context.sequence``) is such an order: collect
+    the nodes ``root`` reaches (an explicit stack, no recursion), then sort them,
     the root first.
     """
-    order = []
-    visited = {root}
-    stack = [(root, iter(_parent_nodes(root)))]
+    reached = {root}
+    stack = [root]
     while stack:
-        node, parents = stack[-1]
-        for parent in parents:
-            if parent not in visited:
-                visited.add(parent)
-                stack.append((parent, iter(_parent_nodes(parent))))
-                break
-        else:
-            stack.pop()
-            order.append(node)
-    order.reverse()
-    return order
+        for parent in _parent_nodes(stack.pop()):
+            if parent not in reached:
+                reached.add(parent)
+                stack.append(parent)
+    return sorted(reached, key=_recorded_when, reverse=True)
+
+
+def _recorded_when(node):
+    return node.sequence
 
 
 def chain_rule(root, grad=None):
