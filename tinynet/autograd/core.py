@@ -121,8 +121,10 @@ class Function:
             ctx.inputs = inputs
             ctx.sequence = next(_sequence)
             if cls.backward_reads_inputs or cls.output_is_view:
-                ctx.versions = tuple([x._version if isinstance(x, Tensor) else 0
-                                      for x in inputs])
+                versions = []
+                for x in inputs:
+                    versions.append(x._version if isinstance(x, Tensor) else 0)
+                ctx.versions = tuple(versions)
         if type(output) is tuple:
             if record:
                 ctx.num_outputs = len(output)
