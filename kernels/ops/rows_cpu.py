@@ -26,7 +26,7 @@ import numpy as np
 from numba import njit
 
 from . import rows_spec
-from .pointwise_cpu import _float32_of_one_shape, compiled, exp32
+from .pointwise_cpu import compiled, exp32
 
 __all__ = ["softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "cross_entropy_forward", "cross_entropy_backward",
@@ -282,8 +282,8 @@ def add_bias(out, bias):
     """``out += bias`` along the last axis, in place: NumPy's broadcast add runs
     slower on a Linear's (768, 128…512) outputs, and on its F-ordered (few rows ×
     features) ones (tinynet/ops/linalg.py) it costs more than the product's rows."""
-    if not (_float32_of_one_shape((out,)) and out.ndim > 0 and type(bias) is np.ndarray
-            and bias.shape == out.shape[-1:] and bias.dtype == _F):
+    if not (type(out) is np.ndarray and out.dtype == _F and out.ndim > 0
+            and type(bias) is np.ndarray and bias.shape == out.shape[-1:] and bias.dtype == _F):
         return rows_spec.add_bias(out, bias)
     if out.flags.c_contiguous:
         _add_bias_loop(as_rows(out), bias)

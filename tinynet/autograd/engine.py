@@ -5,7 +5,9 @@
 * runs the hooks on gradients (``register_hook``, tinynet.hooks);
 * refuses a node whose tensors were written in place since (versions.py);
 * frees each node's saved arrays once it has run, unless ``retain_graph``;
-* sums the gradients reaching a node in place, into arrays it allocated;
+* sums the gradients reaching a node in place, into arrays it allocated, with
+  NumPy's floating-point warnings off for the whole walk (inf + -inf is NaN
+  silently, as in PyTorch; hooks run in it too);
 * delivers each leaf's gradient to ``leaf.grad`` as soon as it is complete, not at
   the end, so that data-parallel training can start averaging it across workers
   while the backward goes on (tinynet.distributed).
@@ -50,7 +52,7 @@ def run_backward(root, grad=None, retain_graph=False):
     sums = _GradientSums()
     sums.add(_sum_key(root), grad)
     order = topological_order(root._node)
-    token = ignore_fp_errors()      # inf + -inf = NaN silently, in every sum and node
+    token = ignore_fp_errors()
     try:
         for node, leaves in zip(order, _last_consumers(order), strict=True):
             _run_node(node, sums, retain_graph)

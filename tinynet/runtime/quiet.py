@@ -30,7 +30,7 @@ def ignore_fp_errors():
         state.__enter__()
         return state
     current = _extobj_contextvar.get()
-    if current is not _last[0] and current is not _last[1]:    # (_last[1]: ignoring already)
+    if current is not _last[0] and current is not _last[1]:    # _last[1]: a nested call
         _last[:] = current, _make_extobj(all="ignore")
     return _extobj_contextvar.set(_last[1])
 
