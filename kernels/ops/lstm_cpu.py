@@ -76,17 +76,21 @@ def lstm_cell_forward(acts, exp_neg, c_prev, c):
 
 def lstm_output_backward(d_gates, grad_h, acts, squashed):
     """The spec's output-gate backward, in one compiled loop."""
-    if not _compiled(d_gates, grad_h, acts, squashed):
-        return lstm_spec.lstm_output_backward(d_gates, grad_h, acts, squashed)
-    grad_cell = np.empty(squashed.shape, squashed.dtype)
-    _output_backward_loop(d_gates, grad_h, acts, squashed, grad_cell)
-    return grad_cell
+    return _backward(_output_backward_loop, lstm_spec.lstm_output_backward,
+                     d_gates, grad_h, acts, squashed)
 
 
 def lstm_cell_backward(d_gates, grad_c, acts, c_prev):
     """The spec's cell backward, in one compiled loop."""
-    if not _compiled(d_gates, grad_c, acts, c_prev):
-        return lstm_spec.lstm_cell_backward(d_gates, grad_c, acts, c_prev)
-    grad_c_prev = np.empty(c_prev.shape, c_prev.dtype)
-    _cell_backward_loop(d_gates, grad_c, acts, c_prev, grad_c_prev)
-    return grad_c_prev
+    return _backward(_cell_backward_loop, lstm_spec.lstm_cell_backward,
+                     d_gates, grad_c, acts, c_prev)
+
+
+def _backward(loop, spec, d_gates, grad, acts, state):
+    """Run a backward ``loop`` (the ``spec`` where it does not take the arrays): it
+    writes into ``d_gates`` and returns the gradient of ``state``'s shape."""
+    if not _compiled(d_gates, grad, acts, state):
+        return spec(d_gates, grad, acts, state)
+    out = np.empty(state.shape, state.dtype)
+    loop(d_gates, grad, acts, state, out)
+    return out

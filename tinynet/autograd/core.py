@@ -169,12 +169,12 @@ def unbroadcast(grad, shape):
     """
     if grad.shape == shape:
         return grad
+    if is_column(shape, grad.shape):    # (…, 1): the device's row sums
+        return _backend.kernels_for(grad).sum_last_axis(grad).reshape(shape)
     extra = grad.ndim - len(shape)
     axes = tuple(range(extra)) + tuple(
         extra + i for i, n in enumerate(shape) if n == 1 and grad.shape[extra + i] != 1)
-    if is_column(shape, grad.shape):    # (…, 1): the device's row sums
-        grad = _backend.kernels_for(grad).sum_last_axis(grad)
-    elif axes:
+    if axes:
         grad = grad.sum(axis=axes, keepdims=True)
     return grad.reshape(shape)
 

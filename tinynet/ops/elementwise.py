@@ -56,11 +56,11 @@ def _factor_grad(grad, other, shape):
     """The gradient of a factor of ``shape`` in a product: ``grad · other``, summed back
     to its shape. For a column (…, 1), a scale of each row, the product and its sum
     are one pass, the device's ``sum_last_axis_of_product``."""
-    if shape == grad.shape == getattr(other, "shape", None):     # nothing broadcast
-        return grad * other
-    if (shape is not None and is_column(shape, grad.shape)
-            and getattr(other, "shape", None) == grad.shape):
-        return kernels_for(grad).sum_last_axis_of_product(grad, other).reshape(shape)
+    if getattr(other, "shape", None) == grad.shape:
+        if shape == grad.shape:                                     # nothing broadcast
+            return grad * other
+        if shape is not None and is_column(shape, grad.shape):
+            return kernels_for(grad).sum_last_axis_of_product(grad, other).reshape(shape)
     return _grad_for(broadcast("mul", operator.mul, grad, other), shape)
 
 

@@ -99,8 +99,9 @@ class LSTMSequence(Function):
         exp_neg = xp.empty_like(gates)                          # e^−z_t, for σ
         hs[0], cs[0] = h0, c0
         norm_stats = []                      # per step, for the LN-LSTM's backward
-        weight_t = xp.ascontiguousarray(weight_hh.T)    # Uᵀ (H, 4H): BLAS runs h Uᵀ faster
-        for t in range(steps):                          # from it (the same sums, bits)
+        # Uᵀ (H, 4H) copied once: BLAS runs h Uᵀ faster from it, with the same sums
+        weight_t = xp.ascontiguousarray(weight_hh.T)
+        for t in range(steps):
             recurrent = hs[t] @ weight_t
             if layer_norm:
                 normalized, *hh_stats = kernels.layer_norm_forward(recurrent, hh_gain,
