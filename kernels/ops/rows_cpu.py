@@ -14,6 +14,8 @@ better than one loop doing all three for a row (timed on a softmax over
 running sum); the loops that call it are not, so that the exponential's range
 reduction keeps its order. The compiler does not
 vectorize a running maximum at all: it is kept in eight running maxima.
+Row sums of kernels/_common.PARALLEL_MIN_ELEMENTS elements or more are shared
+out over the threads, a row to a thread (the same bits).
 
 As for the activations (kernels/ops/pointwise_cpu.py), float64, other axes and
 CuPy's arrays run kernels/rows_spec.py's NumPy formulas.
@@ -23,8 +25,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
+from .._common import PARALLEL_MIN_ELEMENTS
 from . import rows_spec
 from .pointwise_cpu import compiled, exp32
 
@@ -167,6 +170,14 @@ def _row_sums(x, out):
         out[i] = row_sum(x, i)
 
 
+@njit(parallel=True, **_LOOP)
+def _row_sums_shared(x, out):
+    """:func:`_row_sums` with the rows shared out over the threads (each row's sum
+    is the same)."""
+    for i in prange(x.shape[0]):
+        out[i] = row_sum(x, i)
+
+
 @njit(**_LOOP)
 def _row_dots(a, b, out):
     for i in range(a.shape[0]):
@@ -253,7 +264,8 @@ def sum_last_axis(x):
     if not (compiled(x) and x.ndim > 0 and x.size):
         return rows_spec.sum_last_axis(x)
     out = np.empty(x.shape[:-1], _F)
-    _row_sums(as_rows(x), out.reshape(-1))
+    loop = _row_sums_shared if x.size >= PARALLEL_MIN_ELEMENTS else _row_sums
+    loop(as_rows(x), out.reshape(-1))
     return out
 
 
