@@ -63,6 +63,32 @@ def test_exp32_is_within_two_ulp_of_exp():
     np.testing.assert_array_equal(got, [0, 0, 0, np.inf, np.inf, np.inf, np.nan, 1])
 
 
+def test_tanh32_is_within_two_ulp_of_tanh():
+    from numba import njit
+
+    @njit
+    def run(values, out):
+        for i in range(values.size):
+            out[i] = pointwise_cpu.tanh32(values[i])
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.linspace(-12, 12, 200_003, dtype=np.float32),
+                        np.float32(0.625) + np.arange(-50, 50, dtype=np.float32) * 6e-8,
+                        rng.standard_normal(100_000).astype(np.float32) * 1e-3,
+                        np.float32([1e-30, -1e-30, 1e-45, 3e-39])])
+    got = np.empty_like(x)
+    run(x, got)
+    want = np.tanh(x.astype(np.float64))
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert (np.abs(got - want) <= 2 * ulp).all()
+    assert (np.sign(got) == np.sign(x)).all()                 # odd, no sign lost near 0
+    edges = np.array([-np.inf, -100, -9.5, 0, 9.5, 100, np.inf, np.nan], np.float32)
+    got = np.empty_like(edges)
+    run(edges, got)
+    np.testing.assert_array_equal(got, [-1, -1, -1, 0, 1, 1, 1, np.nan])
+    run(np.float32([-0.0]), got[:1])
+    assert np.signbit(got[0])                                  # tanh(−0) = −0
+
+
 def test_silu_forward_gives_the_value_and_the_sigmoid_it_keeps():
     x, _ = _inputs()
     y, s = pointwise_cpu.silu_forward(x)

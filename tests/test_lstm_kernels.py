@@ -58,3 +58,55 @@ def test_mixed_dtypes_run_the_spec(monkeypatch):
     d_gates = np.zeros((B, 4 * H), np.float64)
     assert lstm_cpu.lstm_output_backward(d_gates, grad_h, acts[0], squashed) == "spec"
     assert len(calls) == 1
+
+
+def _plain_step(rng, dtype, batch=B, hidden=H):
+    x_gates = rng.standard_normal((batch, 3, 4 * hidden)).astype(dtype)[:, 1]   # strided rows
+    recurrent = (3 * rng.standard_normal((batch, 4 * hidden))).astype(dtype)
+    c_prev = rng.standard_normal((batch, hidden)).astype(dtype)
+    return x_gates, recurrent, c_prev
+
+
+def _run_step(kernel, x_gates, recurrent, c_prev):
+    batch, hidden = c_prev.shape
+    recurrent = recurrent.copy()
+    acts = np.full((batch, 4 * hidden), np.nan, recurrent.dtype)
+    c, squashed, h = (np.full_like(c_prev, np.nan) for _ in range(3))
+    kernel(x_gates, recurrent, c_prev, acts, c, squashed, h)
+    return recurrent, acts, c, squashed, h
+
+
+def test_the_plain_step_in_float64_is_the_specs_bit_for_bit():
+    args = _plain_step(np.random.default_rng(3), np.float64)
+    for ours, theirs in zip(_run_step(lstm_cpu.lstm_step_forward, *args),
+                            _run_step(lstm_spec.lstm_step_forward, *args), strict=True):
+        assert np.array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("hidden", [H, 128])
+def test_the_plain_step_in_float32_is_within_a_few_ulp_of_the_spec(hidden):
+    x_gates, recurrent, c_prev = _plain_step(np.random.default_rng(4), np.float32, 64, hidden)
+    recurrent[0, :4] = [-200, 200, np.inf, -np.inf]          # σ and tanh at their limits
+    recurrent[0, 2 * hidden:2 * hidden + 2] = [100, -np.inf]
+    ours = _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, c_prev)
+    with np.errstate(over="ignore"):                          # e^200: σ = 0, as the layer's
+        theirs = _run_step(lstm_spec.lstm_step_forward, x_gates, recurrent, c_prev)
+        exact = _run_step(lstm_spec.lstm_step_forward, x_gates.astype(np.float64),
+                          recurrent.astype(np.float64), c_prev.astype(np.float64))
+    assert np.array_equal(ours[0], theirs[0])                 # z = x_gates + recurrent, as NumPy
+    for got, want in zip(ours[1:], exact[1:], strict=True):   # acts, c, tanh c, h
+        assert not np.isnan(got).any()
+        np.testing.assert_allclose(got, want, rtol=3e-7, atol=3e-7)
+    i, f, g, o = np.split(ours[1], 4, axis=1)
+    np.testing.assert_allclose(ours[2], f * c_prev + i * g, rtol=2e-7, atol=1e-7)   # c_t
+    assert ours[1][0, :4].tolist() == [0, 1, 1, 0]
+    assert ours[1][0, 2 * hidden:2 * hidden + 2].tolist() == [1, -1]       # g = tanh z_g
+
+
+def test_the_plain_step_hands_other_arrays_to_the_spec(monkeypatch):
+    x_gates, recurrent, c_prev = _plain_step(np.random.default_rng(5), np.float32)
+    calls = []
+    monkeypatch.setattr(lstm_spec, "lstm_step_forward", lambda *args: calls.append(args))
+    _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, c_prev.astype(np.float64))
+    _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, np.asfortranarray(c_prev))
+    assert len(calls) == 2

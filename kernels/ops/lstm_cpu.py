@@ -1,13 +1,19 @@
 """An LSTM step's arithmetic on the CPU: :mod:`~tinynet.kernels.ops.lstm_spec`'s
-three kernels as one compiled loop each.
+kernels as one compiled loop each.
 
 The spec is NumPy's passes over (B, H) slices: five forward, fifteen in the
 backward, each a call and most a temporary. At a small LSTM's sizes (batch 64,
 hidden 128: 32 KB a slice) the calls, not the memory, are the time, and there
 are 28 steps or more each way. One loop per kernel does a step's arithmetic in
-one call. The loops evaluate the spec's expressions in its order, without
-contracting a product and a sum into one rounding, so they give its bits in
-float32 and float64; other dtypes and CuPy's arrays run the spec.
+one call. The cell and backward loops evaluate the spec's expressions in its
+order, without contracting a product and a sum into one rounding, so they give
+its bits in float32 and float64 (the LN-LSTM's); other dtypes and CuPy's arrays
+run the spec.
+
+The plain LSTM's step (:func:`lstm_step_forward`) goes further in float32: its
+exponentials and tanh are in the loop too, :mod:`pointwise_cpu`'s vectorized
+``sigmoid32`` and ``tanh32``, so everything after the step's product is one
+call; its values are within a few ulp of the spec's rather than its bits.
 """
 from __future__ import annotations
 
@@ -16,10 +22,13 @@ from numba import njit
 
 from .._common import FLOAT_DTYPES
 from . import lstm_spec
+from .pointwise_cpu import sigmoid32, tanh32
 
-__all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward"]
+__all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward",
+           "lstm_step_forward"]
 
 _EXACT = dict(cache=True, error_model="numpy")      # no fastmath: the spec's roundings
+_FLOAT32 = dict(cache=True, error_model="numpy", fastmath={"contract"})
 
 
 def _compiled(*arrays) -> bool:
@@ -30,15 +39,18 @@ def _compiled(*arrays) -> bool:
         type(a) is np.ndarray and a.dtype == first.dtype for a in arrays)
 
 
+# Each inner loop runs j from 0 and writes one array: the forms the compiler turns
+# into SIMD code (a loop from an offset, or one writing two arrays, stays scalar).
+
 @njit(**_EXACT)
 def _cell_forward_loop(acts, exp_neg, c_prev, c):
     batch, H = c.shape
     one = acts.dtype.type(1)
     for b in range(batch):
-        for j in range(2 * H):
+        for j in range(2 * H):                                  # i, f
             acts[b, j] = one / (one + exp_neg[b, j])
-        for j in range(3 * H, 4 * H):
-            acts[b, j] = one / (one + exp_neg[b, j])
+        for j in range(H):                                      # o
+            acts[b, 3 * H + j] = one / (one + exp_neg[b, 3 * H + j])
         for j in range(H):
             c[b, j] = acts[b, H + j] * c_prev[b, j] + acts[b, j] * acts[b, 2 * H + j]
 
@@ -49,9 +61,11 @@ def _output_backward_loop(d_gates, grad_h, acts, squashed, grad_cell):
     one = acts.dtype.type(1)
     for b in range(batch):
         for j in range(H):
-            o, s, g_h = acts[b, 3 * H + j], squashed[b, j], grad_h[b, j]
-            d_gates[b, 3 * H + j] = g_h * s * o * (one - o)
-            grad_cell[b, j] = g_h * o * (one - s * s)
+            o = acts[b, 3 * H + j]
+            d_gates[b, 3 * H + j] = grad_h[b, j] * squashed[b, j] * o * (one - o)
+        for j in range(H):
+            s = squashed[b, j]
+            grad_cell[b, j] = grad_h[b, j] * acts[b, 3 * H + j] * (one - s * s)
 
 
 @njit(**_EXACT)
@@ -60,11 +74,47 @@ def _cell_backward_loop(d_gates, grad_c, acts, c_prev, grad_c_prev):
     one = acts.dtype.type(1)
     for b in range(batch):
         for j in range(H):
-            g_c, i, f, g = grad_c[b, j], acts[b, j], acts[b, H + j], acts[b, 2 * H + j]
-            d_gates[b, j] = g_c * g * i * (one - i)
-            d_gates[b, H + j] = g_c * c_prev[b, j] * f * (one - f)
-            d_gates[b, 2 * H + j] = g_c * i * (one - g * g)
-            grad_c_prev[b, j] = g_c * f
+            i = acts[b, j]
+            d_gates[b, j] = grad_c[b, j] * acts[b, 2 * H + j] * i * (one - i)
+        for j in range(H):
+            f = acts[b, H + j]
+            d_gates[b, H + j] = grad_c[b, j] * c_prev[b, j] * f * (one - f)
+        for j in range(H):
+            g = acts[b, 2 * H + j]
+            d_gates[b, 2 * H + j] = grad_c[b, j] * acts[b, j] * (one - g * g)
+        for j in range(H):
+            grad_c_prev[b, j] = grad_c[b, j] * acts[b, H + j]
+
+
+@njit(**_FLOAT32)
+def _step_forward_loop32(z, c_prev, acts, c, squashed, h):
+    batch, H = c.shape
+    for b in range(batch):
+        for j in range(2 * H):                                  # i, f
+            acts[b, j] = sigmoid32(z[b, j])
+        for j in range(H):                                      # g
+            acts[b, 2 * H + j] = tanh32(z[b, 2 * H + j])
+        for j in range(H):                                      # o
+            acts[b, 3 * H + j] = sigmoid32(z[b, 3 * H + j])
+        for j in range(H):
+            c[b, j] = acts[b, H + j] * c_prev[b, j] + acts[b, j] * acts[b, 2 * H + j]
+        for j in range(H):
+            squashed[b, j] = tanh32(c[b, j])
+        for j in range(H):
+            h[b, j] = acts[b, 3 * H + j] * squashed[b, j]
+
+
+def lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h):
+    """The spec's plain-LSTM step: in float32 (C-ordered outputs) the sum z in NumPy,
+    then one loop whose σ and tanh are :mod:`pointwise_cpu`'s vectorized ones (within
+    2 ulp of NumPy's, as ``torch.sigmoid`` on tinynet's float32 is); other dtypes run
+    the spec, whose float64 bits the comparisons with PyTorch rely on."""
+    outputs = (recurrent, c_prev, acts, c, squashed, h)
+    if not (_compiled(*outputs) and acts.dtype == np.float32
+            and all(a.flags.c_contiguous for a in outputs)):
+        return lstm_spec.lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h)
+    z = np.add(x_gates, recurrent, out=recurrent)
+    _step_forward_loop32(z, c_prev, acts, c, squashed, h)
 
 
 def lstm_cell_forward(acts, exp_neg, c_prev, c):

@@ -11,12 +11,16 @@ exponentials and tanh are the array library's (NumPy's or CuPy's); these
 kernels are the arithmetic between them, forward (:func:`lstm_cell_forward`)
 and backward (:func:`lstm_output_backward`, :func:`lstm_cell_backward`):
 products, sums and quotients only, so the compiled loops give the same bits.
+The plain LSTM's whole forward step after its product is one kernel,
+:func:`lstm_step_forward`: these passes in a row, which the LN-LSTM runs one by
+one with its LayerNorm of c_t between.
 """
 from __future__ import annotations
 
 from tinynet.backend import get_array_module
 
-__all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward"]
+__all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward",
+           "lstm_step_forward"]
 
 
 def lstm_cell_forward(acts, exp_neg, c_prev, c):
@@ -48,3 +52,17 @@ def lstm_cell_backward(d_gates, grad_c, acts, c_prev):
     d_gates[:, H:2 * H] = grad_c * c_prev * f * (1 - f)
     d_gates[:, 2 * H:3 * H] = grad_c * i * (1 - g * g)
     return grad_c * f
+
+
+def lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h):
+    """A plain LSTM's step from its recurrent product: z = ``x_gates`` + ``recurrent``
+    (written over ``recurrent``), then i, f, g, o into ``acts``, c_t into ``c``,
+    tanh c_t into ``squashed`` and h_t = o ⊙ tanh c_t into ``h``."""
+    xp = get_array_module(c)
+    H = c.shape[1]
+    z = xp.add(x_gates, recurrent, out=recurrent)
+    xp.tanh(z[:, 2 * H:3 * H], out=acts[:, 2 * H:3 * H])
+    lstm_cell_forward(acts, xp.exp(-z), c_prev, c)
+    xp.tanh(c, out=squashed)
+    xp.multiply(acts[:, 3 * H:], squashed, out=h)
+

@@ -11,7 +11,8 @@ its output once, which the compiler turns into SIMD code. Two ideas:
   degree 7, and 2^n written straight into a float's exponent bits. Nothing but
   multiplies, adds and integer work, so eight or sixteen lanes at a time; its
   error is at most 2 float32 ulp. NaN passes through; below −87.3, where e^x
-  is subnormal, it gives 0 (e^−∞ = 0 exactly), above 88.7 inf.
+  is subnormal, it gives 0 (e^−∞ = 0 exactly), above 88.7 inf. :func:`tanh32`
+  (Cephes' ``tanhf``) is built on it, for the LSTM's step (``lstm_cpu.py``).
 * **float32 only.** float64 runs the formulas of kernels/pointwise_spec.py in
   NumPy, the exact path that the float64 comparisons with PyTorch rely on;
   so do non-contiguous arrays and CuPy's.
@@ -28,7 +29,7 @@ from . import pointwise_spec
 
 __all__ = ["sigmoid_forward", "sigmoid_backward", "silu_forward", "silu_backward",
            "tanh_backward", "relu_forward", "relu_backward", "gelu_tanh_forward",
-           "gelu_tanh_backward", "exp32"]
+           "gelu_tanh_backward", "exp32", "sigmoid32", "tanh32"]
 
 _LOOP = dict(cache=True, error_model="numpy", fastmath={"contract"})
 _F = np.float32
@@ -36,6 +37,8 @@ _LOG2E, _LN2_HIGH, _LN2_LOW = _F(1.4426950408889634), _F(0.693359375), _F(-2.121
 _EXP_LOW, _EXP_HIGH = _F(-87.3), _F(88.7)
 _C1, _C2, _C3, _C4, _C5, _C6 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3),
                                 _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1))
+_T1, _T2, _T3, _T4, _T5 = (_F(-5.70498872745e-3), _F(2.06390887954e-2), _F(-5.37397155531e-2),
+                           _F(1.33314422036e-1), _F(-3.33332819422e-1))
 _SQRT_TWO_OVER_PI = _F(pointwise_spec.SQRT_TWO_OVER_PI)
 _GELU_CUBIC = _F(pointwise_spec.GELU_TANH_CUBIC)
 
@@ -57,14 +60,28 @@ def exp32(x):
 
 
 @njit(inline="always", error_model="numpy", fastmath={"contract"})
-def _sigmoid(x):
+def sigmoid32(x):
+    """σ(x) = 1 / (1 + e^−x) in float32, vectorizable."""
     return _F(1) / (_F(1) + exp32(-x))
+
+
+@njit(inline="always", error_model="numpy", fastmath={"contract"})
+def tanh32(x):
+    """tanh x in float32 arithmetic (Cephes' tanhf), vectorizable: an odd polynomial
+    below |x| = 0.625, where 1 − 2 / (e^2|x| + 1) would cancel, that form above it
+    (±1 once e^2|x| overflows); at most 2 float32 ulp from tanh."""
+    magnitude = abs(x)
+    s = x * x
+    near_zero = x * (((((_T1 * s + _T2) * s + _T3) * s + _T4) * s + _T5) * s + _F(1))
+    far = _F(1) - _F(2) / (exp32(_F(2) * magnitude) + _F(1))
+    far = -far if x < _F(0) else far
+    return near_zero if magnitude < _F(0.625) else far
 
 
 @njit(**_LOOP)
 def _sigmoid_loop(x, y):
     for i in range(x.size):
-        y[i] = _sigmoid(x[i])
+        y[i] = sigmoid32(x[i])
 
 
 @njit(**_LOOP)
@@ -76,7 +93,7 @@ def _sigmoid_backward_loop(grad, y, dx):
 @njit(**_LOOP)
 def _silu_loop(x, y, s):
     for i in range(x.size):
-        sigma = _sigmoid(x[i])
+        sigma = sigmoid32(x[i])
         s[i] = sigma
         y[i] = x[i] * sigma
 
@@ -108,7 +125,7 @@ def _relu_backward_loop(grad, y, dx):
 @njit(inline="always", error_model="numpy", fastmath={"contract"})
 def _gelu_gate(x):
     """σ(2u), u = √(2/π) (x + 0.044715 x³): the tanh GELU's (1 + tanh u) / 2."""
-    return _sigmoid(_F(2) * _SQRT_TWO_OVER_PI * (x + _GELU_CUBIC * x * x * x))
+    return sigmoid32(_F(2) * _SQRT_TWO_OVER_PI * (x + _GELU_CUBIC * x * x * x))
 
 
 @njit(**_LOOP)

@@ -16,7 +16,9 @@ included, with backpropagation through time written out. Its backward sums
 the recurrent weight's gradient over all steps in one product,
 dU = Σ_t da_tᵀ h_{t-1} for a_t = U h_{t-1}, instead of one small product per step.
 A step's arithmetic between its products, exponentials and tanh is the device's
-``lstm_*`` kernels (kernels/ops/lstm_spec.py), one compiled loop each on the CPU.
+``lstm_*`` kernels (kernels/ops/lstm_spec.py), one compiled loop each on the CPU;
+the plain LSTM's forward step after its product is one kernel, exponentials and
+tanh included (``lstm_step_forward``).
 """
 from __future__ import annotations
 
@@ -103,18 +105,19 @@ class LSTMSequence(Function):
         weight_t = xp.ascontiguousarray(weight_hh.T)
         for t in range(steps):
             recurrent = hs[t] @ weight_t
-            if layer_norm:
-                normalized, *hh_stats = kernels.layer_norm_forward(recurrent, hh_gain,
-                                                                   hh_bias, eps[0])
-            xp.add(x_gates[t], normalized if layer_norm else recurrent, out=gates)
+            if not layer_norm:       # the rest of the step in one kernel
+                kernels.lstm_step_forward(x_gates[t], recurrent, cs[t], acts[t], cs[t + 1],
+                                          squashed[t], hs[t + 1])
+                continue
+            normalized, *hh_stats = kernels.layer_norm_forward(recurrent, hh_gain, hh_bias,
+                                                               eps[0])
+            xp.add(x_gates[t], normalized, out=gates)
             xp.exp(xp.negative(gates, out=exp_neg), out=exp_neg)
             xp.tanh(gates[:, 2 * H:3 * H], out=acts[t, :, 2 * H:3 * H])
             kernels.lstm_cell_forward(acts[t], exp_neg, cs[t], cs[t + 1])
-            cell = cs[t + 1]
-            if layer_norm:
-                cell, *cell_stats = kernels.layer_norm_forward(cs[t + 1], cell_gain,
-                                                               cell_bias, eps[1])
-                norm_stats.append((recurrent, hh_stats, cell_stats))
+            cell, *cell_stats = kernels.layer_norm_forward(cs[t + 1], cell_gain, cell_bias,
+                                                           eps[1])
+            norm_stats.append((recurrent, hh_stats, cell_stats))
             xp.tanh(cell, out=squashed[t])
             xp.multiply(acts[t, :, 3 * H:], squashed[t], out=hs[t + 1])
         ctx.save_for_backward(hs, cs, acts, squashed, weight_hh, hh_gain, cell_gain)
