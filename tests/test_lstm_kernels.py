@@ -84,8 +84,11 @@ def test_the_plain_step_in_float64_is_the_specs_bit_for_bit():
 
 
 @pytest.mark.parametrize("hidden", [H, 128])
-def test_the_plain_step_in_float32_is_within_a_few_ulp_of_the_spec(hidden):
+@pytest.mark.parametrize("layout", ["a step of batch-first gates", "C", "F"])
+def test_the_plain_step_in_float32_is_within_a_few_ulp_of_the_spec(hidden, layout):
     x_gates, recurrent, c_prev = _plain_step(np.random.default_rng(4), np.float32, 64, hidden)
+    if layout != "a step of batch-first gates":
+        x_gates = np.asarray(x_gates, order=layout)
     recurrent[0, :4] = [-200, 200, np.inf, -np.inf]          # σ and tanh at their limits
     recurrent[0, 2 * hidden:2 * hidden + 2] = [100, -np.inf]
     ours = _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, c_prev)
@@ -93,7 +96,7 @@ def test_the_plain_step_in_float32_is_within_a_few_ulp_of_the_spec(hidden):
         theirs = _run_step(lstm_spec.lstm_step_forward, x_gates, recurrent, c_prev)
         exact = _run_step(lstm_spec.lstm_step_forward, x_gates.astype(np.float64),
                           recurrent.astype(np.float64), c_prev.astype(np.float64))
-    assert np.array_equal(ours[0], theirs[0])                 # z = x_gates + recurrent, as NumPy
+    assert np.array_equal(ours[0], recurrent) and np.array_equal(theirs[0], recurrent)
     for got, want in zip(ours[1:], exact[1:], strict=True):   # acts, c, tanh c, h
         assert not np.isnan(got).any()
         np.testing.assert_allclose(got, want, rtol=3e-7, atol=3e-7)
@@ -110,3 +113,26 @@ def test_the_plain_step_hands_other_arrays_to_the_spec(monkeypatch):
     _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, c_prev.astype(np.float64))
     _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, np.asfortranarray(c_prev))
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["a step of batch-first outputs", "C"])
+def test_the_plain_step_backward_is_the_specs_bit_for_bit(dtype, layout):
+    rng = np.random.default_rng(6)
+    acts, _, c_prev, grad_h, grad_c, squashed = _step(rng, dtype)
+    grad_out = rng.standard_normal((B, T, H)).astype(dtype)[:, 1]       # strided rows
+    if layout == "C":
+        grad_out = np.ascontiguousarray(grad_out)
+    d_ours, d_theirs = np.full((2, B, 4 * H), np.nan, dtype)
+    ours = lstm_cpu.lstm_step_backward(d_ours, grad_h, grad_out, grad_c, acts[1], squashed,
+                                       c_prev)
+    theirs = lstm_spec.lstm_step_backward(d_theirs, grad_h, grad_out, grad_c, acts[1],
+                                          squashed, c_prev)
+    assert np.array_equal(ours, theirs) and np.array_equal(d_ours, d_theirs)
+    assert not np.isnan(d_ours).any()
+    # the spec is the LN-LSTM's two kernels with nothing between them
+    d_parts = np.empty_like(d_ours)
+    cell = lstm_spec.lstm_output_backward(d_parts, grad_h + grad_out, acts[1], squashed)
+    assert np.array_equal(lstm_spec.lstm_cell_backward(d_parts, grad_c + cell, acts[1], c_prev),
+                          ours)
+    assert np.array_equal(d_parts, d_ours)

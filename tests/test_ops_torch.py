@@ -60,3 +60,22 @@ def test_linear_matches_torch():
     np.testing.assert_allclose(out.numpy(), out_ref.detach().numpy(), rtol=1e-12)
     for a, r in zip(ours, ref, strict=True):
         np.testing.assert_allclose(a.grad.numpy(), r.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("permute", [(1, 0, 2), (2, 0, 1, 3), (0, 1, 2)])
+@pytest.mark.parametrize("widths", [(3, 8), (8, 3)])          # (in, out)
+def test_linear_backward_from_a_gradient_stored_in_another_order(permute, widths):
+    """The gradient reaching a Linear laid out with its leading axes permuted (an LSTM
+    hands its batch-first input's gates back time-major) gives PyTorch's gradients."""
+    rng = np.random.default_rng(1)
+    shape = (4, 5, 2)[:len(permute) - 1] + (widths[0],)
+    x, w, b = (rng.standard_normal(s) for s in (shape, widths[::-1], (widths[1],)))
+    stored = rng.standard_normal(tuple(np.take(shape[:-1] + (widths[1],), permute)))
+    grad = stored.transpose(np.argsort(permute))           # out's shape, stored permuted
+    assert grad.flags.c_contiguous == (permute == (0, 1, 2))
+    ours = [tinynet.tensor(a, requires_grad=True) for a in (x, w, b)]
+    ref = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    tinynet.ops.linear(*ours).backward(grad)
+    torch.nn.functional.linear(*ref).backward(torch.from_numpy(np.ascontiguousarray(grad)))
+    for a, r in zip(ours, ref, strict=True):
+        np.testing.assert_allclose(a.grad.numpy(), r.grad.numpy(), rtol=1e-10, atol=1e-12)

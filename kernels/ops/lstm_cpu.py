@@ -25,7 +25,7 @@ from . import lstm_spec
 from .pointwise_cpu import sigmoid32, tanh32
 
 __all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward",
-           "lstm_step_forward"]
+           "lstm_step_forward", "lstm_step_backward"]
 
 _EXACT = dict(cache=True, error_model="numpy")      # no fastmath: the spec's roundings
 _FLOAT32 = dict(cache=True, error_model="numpy", fastmath={"contract"})
@@ -41,6 +41,7 @@ def _compiled(*arrays) -> bool:
 
 # Each inner loop runs j from 0 and writes one array: the forms the compiler turns
 # into SIMD code (a loop from an offset, or one writing two arrays, stays scalar).
+# The backward's rows are functions, so that the plain LSTM's whole step shares them.
 
 @njit(**_EXACT)
 def _cell_forward_loop(acts, exp_neg, c_prev, c):
@@ -55,47 +56,76 @@ def _cell_forward_loop(acts, exp_neg, c_prev, c):
             c[b, j] = acts[b, H + j] * c_prev[b, j] + acts[b, j] * acts[b, 2 * H + j]
 
 
+@njit(inline="always", **_EXACT)
+def _output_backward_row(d_o, grad_cell, grad_h, o, squashed):
+    """One row of the spec's output-gate backward: dL/dz_o and dL/dc̃."""
+    one = o.dtype.type(1)
+    for j in range(o.size):
+        d_o[j] = grad_h[j] * squashed[j] * o[j] * (one - o[j])
+    for j in range(o.size):
+        grad_cell[j] = grad_h[j] * o[j] * (one - squashed[j] * squashed[j])
+
+
+@njit(inline="always", **_EXACT)
+def _cell_backward_row(d_gates, grad_c_prev, grad_c, acts, c_prev):
+    """One row of the spec's cell backward: dL/dz_i, dL/dz_f, dL/dz_g into the first
+    3H of ``d_gates`` and dL/dc_{t−1}."""
+    one = acts.dtype.type(1)
+    H = c_prev.size
+    i, f, g = acts[:H], acts[H:2 * H], acts[2 * H:3 * H]
+    d_i, d_f, d_g = d_gates[:H], d_gates[H:2 * H], d_gates[2 * H:3 * H]
+    for j in range(H):
+        d_i[j] = grad_c[j] * g[j] * i[j] * (one - i[j])
+    for j in range(H):
+        d_f[j] = grad_c[j] * c_prev[j] * f[j] * (one - f[j])
+    for j in range(H):
+        d_g[j] = grad_c[j] * i[j] * (one - g[j] * g[j])
+    for j in range(H):
+        grad_c_prev[j] = grad_c[j] * f[j]
+
+
 @njit(**_EXACT)
 def _output_backward_loop(d_gates, grad_h, acts, squashed, grad_cell):
-    batch, H = squashed.shape
-    one = acts.dtype.type(1)
-    for b in range(batch):
-        for j in range(H):
-            o = acts[b, 3 * H + j]
-            d_gates[b, 3 * H + j] = grad_h[b, j] * squashed[b, j] * o * (one - o)
-        for j in range(H):
-            s = squashed[b, j]
-            grad_cell[b, j] = grad_h[b, j] * acts[b, 3 * H + j] * (one - s * s)
+    H = squashed.shape[1]
+    for b in range(squashed.shape[0]):
+        _output_backward_row(d_gates[b, 3 * H:], grad_cell[b], grad_h[b], acts[b, 3 * H:],
+                             squashed[b])
 
 
 @njit(**_EXACT)
 def _cell_backward_loop(d_gates, grad_c, acts, c_prev, grad_c_prev):
+    for b in range(c_prev.shape[0]):
+        _cell_backward_row(d_gates[b], grad_c_prev[b], grad_c[b], acts[b], c_prev[b])
+
+
+@njit(**_EXACT)
+def _step_backward_loop(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev,
+                        grad_c_prev):
     batch, H = c_prev.shape
-    one = acts.dtype.type(1)
+    grad_h_total, grad_c_total = np.empty(H, acts.dtype), np.empty(H, acts.dtype)
     for b in range(batch):
+        out = np.ascontiguousarray(grad_out[b])  # a row of (T, B, H) transposed: one block
         for j in range(H):
-            i = acts[b, j]
-            d_gates[b, j] = grad_c[b, j] * acts[b, 2 * H + j] * i * (one - i)
-        for j in range(H):
-            f = acts[b, H + j]
-            d_gates[b, H + j] = grad_c[b, j] * c_prev[b, j] * f * (one - f)
-        for j in range(H):
-            g = acts[b, 2 * H + j]
-            d_gates[b, 2 * H + j] = grad_c[b, j] * acts[b, j] * (one - g * g)
-        for j in range(H):
-            grad_c_prev[b, j] = grad_c[b, j] * acts[b, H + j]
+            grad_h_total[j] = grad_h[b, j] + out[j]
+        _output_backward_row(d_gates[b, 3 * H:], grad_c_total, grad_h_total,
+                             acts[b, 3 * H:], squashed[b])
+        for j in range(H):                       # dL/dc_t: from step t + 1 and from h_t
+            grad_c_total[j] = grad_c[b, j] + grad_c_total[j]
+        _cell_backward_row(d_gates[b], grad_c_prev[b], grad_c_total, acts[b], c_prev[b])
 
 
 @njit(**_FLOAT32)
-def _step_forward_loop32(z, c_prev, acts, c, squashed, h):
+def _step_forward_loop32(x_gates, recurrent, c_prev, acts, c, squashed, h):
     batch, H = c.shape
     for b in range(batch):
+        x = np.ascontiguousarray(x_gates[b])     # a row of (T, B, 4H) transposed: one block
+        z = recurrent[b]
         for j in range(2 * H):                                  # i, f
-            acts[b, j] = sigmoid32(z[b, j])
+            acts[b, j] = sigmoid32(x[j] + z[j])
         for j in range(H):                                      # g
-            acts[b, 2 * H + j] = tanh32(z[b, 2 * H + j])
+            acts[b, 2 * H + j] = tanh32(x[2 * H + j] + z[2 * H + j])
         for j in range(H):                                      # o
-            acts[b, 3 * H + j] = sigmoid32(z[b, 3 * H + j])
+            acts[b, 3 * H + j] = sigmoid32(x[3 * H + j] + z[3 * H + j])
         for j in range(H):
             c[b, j] = acts[b, H + j] * c_prev[b, j] + acts[b, j] * acts[b, 2 * H + j]
         for j in range(H):
@@ -105,16 +135,15 @@ def _step_forward_loop32(z, c_prev, acts, c, squashed, h):
 
 
 def lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h):
-    """The spec's plain-LSTM step: in float32 (C-ordered outputs) the sum z in NumPy,
-    then one loop whose σ and tanh are :mod:`pointwise_cpu`'s vectorized ones (within
-    2 ulp of NumPy's, as ``torch.sigmoid`` on tinynet's float32 is); other dtypes run
-    the spec, whose float64 bits the comparisons with PyTorch rely on."""
-    outputs = (recurrent, c_prev, acts, c, squashed, h)
-    if not (_compiled(*outputs) and acts.dtype == np.float32
-            and all(a.flags.c_contiguous for a in outputs)):
+    """The spec's plain-LSTM step, in float32 (C-ordered, but for ``x_gates``) as one
+    loop whose σ and tanh are :mod:`pointwise_cpu`'s vectorized ones (within 2 ulp of
+    NumPy's, as ``torch.sigmoid`` on tinynet's float32 is); other dtypes run the spec,
+    whose float64 bits the comparisons with PyTorch rely on."""
+    arrays = (recurrent, c_prev, acts, c, squashed, h)
+    if not (_compiled(x_gates, *arrays) and acts.dtype == np.float32
+            and all(a.flags.c_contiguous for a in arrays)):
         return lstm_spec.lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h)
-    z = np.add(x_gates, recurrent, out=recurrent)
-    _step_forward_loop32(z, c_prev, acts, c, squashed, h)
+    _step_forward_loop32(x_gates, recurrent, c_prev, acts, c, squashed, h)
 
 
 def lstm_cell_forward(acts, exp_neg, c_prev, c):
@@ -134,6 +163,16 @@ def lstm_cell_backward(d_gates, grad_c, acts, c_prev):
     """The spec's cell backward, in one compiled loop."""
     return _backward(_cell_backward_loop, lstm_spec.lstm_cell_backward,
                      d_gates, grad_c, acts, c_prev)
+
+
+def lstm_step_backward(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev):
+    """The spec's plain-LSTM step backward, in one compiled loop (its bits)."""
+    if not _compiled(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev):
+        return lstm_spec.lstm_step_backward(d_gates, grad_h, grad_out, grad_c, acts,
+                                            squashed, c_prev)
+    grad_c_prev = np.empty(c_prev.shape, c_prev.dtype)
+    _step_backward_loop(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev, grad_c_prev)
+    return grad_c_prev
 
 
 def _backward(loop, spec, d_gates, grad, acts, state):

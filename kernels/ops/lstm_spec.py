@@ -11,16 +11,16 @@ exponentials and tanh are the array library's (NumPy's or CuPy's); these
 kernels are the arithmetic between them, forward (:func:`lstm_cell_forward`)
 and backward (:func:`lstm_output_backward`, :func:`lstm_cell_backward`):
 products, sums and quotients only, so the compiled loops give the same bits.
-The plain LSTM's whole forward step after its product is one kernel,
-:func:`lstm_step_forward`: these passes in a row, which the LN-LSTM runs one by
-one with its LayerNorm of c_t between.
+The plain LSTM's whole step around its product is one kernel each way
+(:func:`lstm_step_forward`, :func:`lstm_step_backward`): these passes in a row,
+which the LN-LSTM runs one by one with its LayerNorms between.
 """
 from __future__ import annotations
 
 from tinynet.backend import get_array_module
 
 __all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward",
-           "lstm_step_forward"]
+           "lstm_step_forward", "lstm_step_backward"]
 
 
 def lstm_cell_forward(acts, exp_neg, c_prev, c):
@@ -55,14 +55,21 @@ def lstm_cell_backward(d_gates, grad_c, acts, c_prev):
 
 
 def lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h):
-    """A plain LSTM's step from its recurrent product: z = ``x_gates`` + ``recurrent``
-    (written over ``recurrent``), then i, f, g, o into ``acts``, c_t into ``c``,
-    tanh c_t into ``squashed`` and h_t = o ⊙ tanh c_t into ``h``."""
+    """A plain LSTM's step from its recurrent product: from z = ``x_gates`` +
+    ``recurrent``, i, f, g, o into ``acts``, c_t into ``c``, tanh c_t into
+    ``squashed`` and h_t = o ⊙ tanh c_t into ``h``."""
     xp = get_array_module(c)
     H = c.shape[1]
-    z = xp.add(x_gates, recurrent, out=recurrent)
+    z = x_gates + recurrent
     xp.tanh(z[:, 2 * H:3 * H], out=acts[:, 2 * H:3 * H])
     lstm_cell_forward(acts, xp.exp(-z), c_prev, c)
     xp.tanh(c, out=squashed)
     xp.multiply(acts[:, 3 * H:], squashed, out=h)
 
+
+def lstm_step_backward(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev):
+    """A plain LSTM's step backward: dL/dz into ``d_gates`` from the gradients that
+    reach h_t (``grad_h`` from step t + 1, ``grad_out`` from the layer's output) and
+    c_t (``grad_c``, from step t + 1); return dL/dc_{t−1}."""
+    grad_cell = lstm_output_backward(d_gates, grad_h + grad_out, acts, squashed)
+    return lstm_cell_backward(d_gates, grad_c + grad_cell, acts, c_prev)

@@ -87,16 +87,34 @@ class Linear(Function):
     @staticmethod
     def backward(ctx, grad):
         x, weight = ctx.saved
+        grad, x, order = _leading_axes_as_stored(grad, x)
         grad2 = grad.reshape(-1, grad.shape[-1])
         grad_x = None
         if ctx.needs_input_grad(0):      # one 2-D product: NumPy loops a 3-D one over its batch
             grad_x = (grad2 @ weight).reshape(x.shape)
+            grad_x = grad_x if order is None else grad_x.transpose(order)
         grad_w = grad2.T @ x.reshape(-1, x.shape[-1]) if ctx.needs_input_grad(1) else None
         grad_b = None
         if ctx.has_bias and ctx.needs_input_grad(2):
             # Σ_rows dy as 1ᵀ dy: BLAS's matrix-vector product is faster than sum(axis=0)
             grad_b = get_array_module(grad2).ones(grad2.shape[0], grad2.dtype) @ grad2
         return grad_x, grad_w, grad_b
+
+
+def _leading_axes_as_stored(grad, x):
+    """``(grad, x, order)``, where ``grad``'s rows lie in memory in another order of its
+    leading axes than its shape's and it is the wider of the two (an LSTM's gates come
+    back time-major for a batch-first input): both with their leading axes in that
+    order, so that ``grad`` reshapes to rows without a copy and ``x``, the narrower,
+    is copied instead; ``order`` puts a gradient of x back. Otherwise ``order`` is None."""
+    if grad.ndim < 3 or grad.flags.c_contiguous or grad.shape[-1] <= x.shape[-1]:
+        return grad, x, None
+    leading = sorted(range(grad.ndim - 1), key=lambda axis: -grad.strides[axis])
+    axes = (*leading, grad.ndim - 1)
+    stored = grad.transpose(axes)
+    if not stored.flags.c_contiguous:
+        return grad, x, None
+    return stored, x.transpose(axes), tuple(sorted(range(len(axes)), key=axes.__getitem__))
 
 
 def matmul(a, b):

@@ -136,20 +136,24 @@ class LSTMSequence(Function):
         grad_h = xp.zeros((batch, H), hs.dtype)
         grad_c = xp.zeros((batch, H), hs.dtype) if grad_c_last is None else grad_c_last
         norm_grads = [None, None, None, None]   # d hh_gain, d hh_bias, d cell_gain, d cell_bias
+        if grad_hs is None:                  # only c_T was used
+            grad_hs = xp.zeros_like(squashed)
         for t in reversed(range(steps)):
-            if grad_hs is not None:
-                grad_h = grad_h + grad_hs[t]
-            grad_cell = kernels.lstm_output_backward(d_gates[t], grad_h, acts[t], squashed[t])
-            if layer_norm:
-                recurrent, hh_stats, cell_stats = ctx.norm_stats[t]
-                grad_cell, *cell_grads = kernels.layer_norm_backward(grad_cell, cs[t + 1],
-                                                                     *cell_stats, cell_gain)
-                _accumulate(norm_grads, 2, cell_grads)
+            if not layer_norm:       # the step around its product in one kernel
+                grad_c = kernels.lstm_step_backward(d_gates[t], grad_h, grad_hs[t], grad_c,
+                                                    acts[t], squashed[t], cs[t])
+                grad_h = d_gates[t] @ weight_hh
+                continue
+            grad_cell = kernels.lstm_output_backward(d_gates[t], grad_h + grad_hs[t], acts[t],
+                                                     squashed[t])
+            recurrent, hh_stats, cell_stats = ctx.norm_stats[t]
+            grad_cell, *cell_grads = kernels.layer_norm_backward(grad_cell, cs[t + 1],
+                                                                 *cell_stats, cell_gain)
+            _accumulate(norm_grads, 2, cell_grads)
             grad_c = kernels.lstm_cell_backward(d_gates[t], grad_c + grad_cell, acts[t], cs[t])
-            if layer_norm:
-                d_recurrent[t], *hh_grads = kernels.layer_norm_backward(d_gates[t], recurrent,
-                                                                        *hh_stats, hh_gain)
-                _accumulate(norm_grads, 0, hh_grads)
+            d_recurrent[t], *hh_grads = kernels.layer_norm_backward(d_gates[t], recurrent,
+                                                                    *hh_stats, hh_gain)
+            _accumulate(norm_grads, 0, hh_grads)
             grad_h = d_recurrent[t] @ weight_hh
         flat = d_recurrent.reshape(steps * batch, 4 * H)
         grad_weight = flat.T @ hs[:-1].reshape(steps * batch, H)
