@@ -1,7 +1,8 @@
 """The CPU's LSTM step kernels (kernels/ops/lstm_cpu.py) against their spec
-(lstm_spec.py): the same bits, float32 and float64, on the layer's own layout (a
-step's slice of the (T, B, 4H) arrays) and on others, and CuPy-like inputs handed
-to the spec."""
+(lstm_spec.py): the same bits, float32 and float64, on the layers' own layouts (a
+step's slice of the (T, B, 4H) arrays, or of the plain layer's column arrays) and
+on others, the plain step's float32 forward within a few ulp, and other inputs
+handed to the spec."""
 import numpy as np
 import pytest
 
@@ -60,58 +61,57 @@ def test_mixed_dtypes_run_the_spec(monkeypatch):
     assert len(calls) == 1
 
 
-def _plain_step(rng, dtype, batch=B, hidden=H):
-    x_gates = rng.standard_normal((batch, 3, 4 * hidden)).astype(dtype)[:, 1]   # strided rows
-    recurrent = (3 * rng.standard_normal((batch, 4 * hidden))).astype(dtype)
-    c_prev = rng.standard_normal((batch, hidden)).astype(dtype)
-    return x_gates, recurrent, c_prev
+
+def _column_step(rng, dtype, batch=B, hidden=H, steps=T):
+    """A plain step's arrays, each sample a column: z (4H, B), c_{t−1} (H, B), and the
+    layer's state array (H, T + 1, B) that h_t is written into."""
+    z = (3 * rng.standard_normal((4 * hidden, batch))).astype(dtype)
+    c_prev = rng.standard_normal((hidden, batch)).astype(dtype)
+    return z, c_prev, np.full((hidden, steps + 1, batch), np.nan, dtype)
 
 
-def _run_step(kernel, x_gates, recurrent, c_prev):
-    batch, hidden = c_prev.shape
-    recurrent = recurrent.copy()
-    acts = np.full((batch, 4 * hidden), np.nan, recurrent.dtype)
-    c, squashed, h = (np.full_like(c_prev, np.nan) for _ in range(3))
-    kernel(x_gates, recurrent, c_prev, acts, c, squashed, h)
-    return recurrent, acts, c, squashed, h
+def _run_columns(kernel, z, c_prev, states, t=2):
+    acts = np.full(z.shape, np.nan, z.dtype)
+    c, squashed = np.full_like(c_prev, np.nan), np.full_like(c_prev, np.nan)
+    states = states.copy()
+    kernel(z, c_prev, acts, c, squashed, states, t)
+    return acts, c, squashed, states
 
 
 def test_the_plain_step_in_float64_is_the_specs_bit_for_bit():
-    args = _plain_step(np.random.default_rng(3), np.float64)
-    for ours, theirs in zip(_run_step(lstm_cpu.lstm_step_forward, *args),
-                            _run_step(lstm_spec.lstm_step_forward, *args), strict=True):
-        assert np.array_equal(ours, theirs)
+    args = _column_step(np.random.default_rng(3), np.float64)
+    for ours, theirs in zip(_run_columns(lstm_cpu.lstm_columns_forward, *args),
+                            _run_columns(lstm_spec.lstm_columns_forward, *args), strict=True):
+        assert np.array_equal(ours, theirs, equal_nan=True)
 
 
 @pytest.mark.parametrize("hidden", [H, 128])
-@pytest.mark.parametrize("layout", ["a step of batch-first gates", "C", "F"])
-def test_the_plain_step_in_float32_is_within_a_few_ulp_of_the_spec(hidden, layout):
-    x_gates, recurrent, c_prev = _plain_step(np.random.default_rng(4), np.float32, 64, hidden)
-    if layout != "a step of batch-first gates":
-        x_gates = np.asarray(x_gates, order=layout)
-    recurrent[0, :4] = [-200, 200, np.inf, -np.inf]          # σ and tanh at their limits
-    recurrent[0, 2 * hidden:2 * hidden + 2] = [100, -np.inf]
-    ours = _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, c_prev)
+def test_the_plain_step_in_float32_is_within_a_few_ulp_of_the_spec(hidden):
+    z, c_prev, states = _column_step(np.random.default_rng(4), np.float32, 64, hidden)
+    z[:4, 0] = [-200, 200, np.inf, -np.inf]                  # σ and tanh at their limits
+    z[2 * hidden:2 * hidden + 2, 0] = [100, -np.inf]
+    ours = _run_columns(lstm_cpu.lstm_columns_forward, z, c_prev, states)
     with np.errstate(over="ignore"):                          # e^200: σ = 0, as the layer's
-        theirs = _run_step(lstm_spec.lstm_step_forward, x_gates, recurrent, c_prev)
-        exact = _run_step(lstm_spec.lstm_step_forward, x_gates.astype(np.float64),
-                          recurrent.astype(np.float64), c_prev.astype(np.float64))
-    assert np.array_equal(ours[0], recurrent) and np.array_equal(theirs[0], recurrent)
-    for got, want in zip(ours[1:], exact[1:], strict=True):   # acts, c, tanh c, h
-        assert not np.isnan(got).any()
+        exact = _run_columns(lstm_spec.lstm_columns_forward, z.astype(np.float64),
+                             c_prev.astype(np.float64), states.astype(np.float64))
+    for got, want in zip(ours, exact, strict=True):           # acts, c, tanh c, states
         np.testing.assert_allclose(got, want, rtol=3e-7, atol=3e-7)
-    i, f, g, o = np.split(ours[1], 4, axis=1)
-    np.testing.assert_allclose(ours[2], f * c_prev + i * g, rtol=2e-7, atol=1e-7)   # c_t
-    assert ours[1][0, :4].tolist() == [0, 1, 1, 0]
-    assert ours[1][0, 2 * hidden:2 * hidden + 2].tolist() == [1, -1]       # g = tanh z_g
+    acts, c, squashed, states = ours
+    assert not np.isnan(acts).any() and not np.isnan(c).any()
+    assert np.isnan(np.delete(states, 2, axis=1)).all()       # h_t in column block t only
+    i, f, g, o = np.split(acts, 4)
+    np.testing.assert_allclose(c, f * c_prev + i * g, rtol=2e-7, atol=1e-7)
+    np.testing.assert_allclose(states[:, 2], o * squashed, rtol=2e-7, atol=1e-7)
+    assert acts[:4, 0].tolist() == [0, 1, 1, 0]
+    assert acts[2 * hidden:2 * hidden + 2, 0].tolist() == [1, -1]       # g = tanh z_g
 
 
 def test_the_plain_step_hands_other_arrays_to_the_spec(monkeypatch):
-    x_gates, recurrent, c_prev = _plain_step(np.random.default_rng(5), np.float32)
+    z, c_prev, states = _column_step(np.random.default_rng(5), np.float32)
     calls = []
-    monkeypatch.setattr(lstm_spec, "lstm_step_forward", lambda *args: calls.append(args))
-    _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, c_prev.astype(np.float64))
-    _run_step(lstm_cpu.lstm_step_forward, x_gates, recurrent, np.asfortranarray(c_prev))
+    monkeypatch.setattr(lstm_spec, "lstm_columns_forward", lambda *args: calls.append(args))
+    _run_columns(lstm_cpu.lstm_columns_forward, z, c_prev.astype(np.float64), states)
+    _run_columns(lstm_cpu.lstm_columns_forward, z, np.asfortranarray(c_prev), states)
     assert len(calls) == 2
 
 
@@ -119,20 +119,22 @@ def test_the_plain_step_hands_other_arrays_to_the_spec(monkeypatch):
 @pytest.mark.parametrize("layout", ["a step of batch-first outputs", "C"])
 def test_the_plain_step_backward_is_the_specs_bit_for_bit(dtype, layout):
     rng = np.random.default_rng(6)
-    acts, _, c_prev, grad_h, grad_c, squashed = _step(rng, dtype)
+    acts = rng.random((4 * H, B)).astype(dtype)
+    grad_h, grad_c, squashed, c_prev = (rng.standard_normal((H, B)).astype(dtype)
+                                        for _ in range(4))
     grad_out = rng.standard_normal((B, T, H)).astype(dtype)[:, 1]       # strided rows
     if layout == "C":
         grad_out = np.ascontiguousarray(grad_out)
-    d_ours, d_theirs = np.full((2, B, 4 * H), np.nan, dtype)
-    ours = lstm_cpu.lstm_step_backward(d_ours, grad_h, grad_out, grad_c, acts[1], squashed,
-                                       c_prev)
-    theirs = lstm_spec.lstm_step_backward(d_theirs, grad_h, grad_out, grad_c, acts[1],
+    d_ours, d_theirs = np.full((2, 4 * H, T, B), np.nan, dtype)
+    ours = lstm_cpu.lstm_columns_backward(d_ours, 1, grad_h, grad_out, grad_c, acts,
                                           squashed, c_prev)
-    assert np.array_equal(ours, theirs) and np.array_equal(d_ours, d_theirs)
-    assert not np.isnan(d_ours).any()
-    # the spec is the LN-LSTM's two kernels with nothing between them
-    d_parts = np.empty_like(d_ours)
-    cell = lstm_spec.lstm_output_backward(d_parts, grad_h + grad_out, acts[1], squashed)
-    assert np.array_equal(lstm_spec.lstm_cell_backward(d_parts, grad_c + cell, acts[1], c_prev),
-                          ours)
-    assert np.array_equal(d_parts, d_ours)
+    theirs = lstm_spec.lstm_columns_backward(d_theirs, 1, grad_h, grad_out, grad_c, acts,
+                                             squashed, c_prev)
+    assert np.array_equal(ours, theirs)
+    assert np.array_equal(d_ours, d_theirs, equal_nan=True)
+    assert not np.isnan(d_ours[:, 1]).any() and np.isnan(np.delete(d_ours, 1, axis=1)).all()
+    # the formulas of the LN-LSTM's two kernels, on the transposed step
+    d_rows = np.empty((B, 4 * H), dtype)
+    cell = lstm_spec.lstm_output_backward(d_rows, grad_h.T + grad_out, acts.T, squashed.T)
+    c_rows = lstm_spec.lstm_cell_backward(d_rows, grad_c.T + cell, acts.T, c_prev.T)
+    assert np.array_equal(c_rows, ours.T) and np.array_equal(d_rows, d_ours[:, 1].T)

@@ -131,7 +131,8 @@ def test_fused_lstm_ops_gradcheck():
 
 def _stepwise_layer(lstm, x, state):
     """An LSTM layer's steps one node at a time (recurrent_step), as the BN-LSTM runs:
-    the form the one-node layer (ops.recurrent.LSTMSequence) must reproduce."""
+    the form the one-node layers (ops.lstm_layer.LSTMLayer, ops.recurrent.LSTMSequence)
+    must reproduce."""
     from tinynet.nn.recurrent import input_gates, recurrent_step
     time_axis = 1 if lstm.batch_first else 0
     h, c = state
@@ -146,8 +147,8 @@ def _stepwise_layer(lstm, x, state):
 
 
 @pytest.mark.parametrize("norm, batch_first, affine",
-                         [(None, False, True), ("layer", False, True), ("layer", True, True),
-                          ("layer", False, False)])
+                         [(None, False, True), (None, True, True), ("layer", False, True),
+                          ("layer", True, True), ("layer", False, False)])
 def test_one_node_layer_matches_the_stepwise_one(norm, batch_first, affine):
     rng = np.random.default_rng(7)
     T, B, D, H = 6, 3, 4, 5
@@ -180,16 +181,14 @@ def test_one_node_layer_matches_the_stepwise_one(norm, batch_first, affine):
         np.testing.assert_allclose(one_node, stepwise, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("norm", [None, "layer"])
-def test_one_node_layer_gradcheck(norm):
+def test_one_node_ln_layer_gradcheck():
     from tinynet.nn.recurrent import lstm_sequence
     from tinynet.testing import gradcheck
     rng = np.random.default_rng(8)
     T, B, H = 4, 2, 3
-    norms = nn.GateNorms("layer", H, 1e-5, T, dtype=tinynet.float64) if norm else None
-    if norms is not None:
-        for p in norms.parameters():
-            p.data[...] = rng.standard_normal(p.shape)
+    norms = nn.GateNorms("layer", H, 1e-5, T, dtype=tinynet.float64)
+    for p in norms.parameters():
+        p.data[...] = rng.standard_normal(p.shape)
     weight = tinynet.tensor(rng.standard_normal((4 * H, H)), requires_grad=True)
     inputs = [tinynet.tensor(rng.standard_normal(s), requires_grad=True)
               for s in ((T, B, 4 * H), (B, H), (B, H))]
@@ -198,7 +197,24 @@ def test_one_node_layer_gradcheck(norm):
         outputs, c = lstm_sequence(x_gates, h0, c0, weight, norms)
         return outputs * 1.5 + c.sum()     # both outputs reach the loss
 
-    assert gradcheck(layer, inputs + [weight] + list(norms.parameters() if norms else []))
+    assert gradcheck(layer, inputs + [weight] + list(norms.parameters()))
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("use_outputs", [True, False])
+def test_one_node_plain_layer_gradcheck(bias, use_outputs):
+    from tinynet.nn.recurrent import lstm_layer
+    from tinynet.testing import gradcheck
+    rng = np.random.default_rng(9)
+    T, B, D, H = 4, 2, 3, 5
+    shapes = [(T, B, D), (B, H), (B, H), (4 * H, D), (4 * H, H)] + [(4 * H,)] * 2 * bias
+    inputs = [tinynet.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+
+    def layer(*args):
+        outputs, c = lstm_layer(*args)
+        return outputs * 1.5 + c.sum() if use_outputs else c * 2   # c_T alone, or both
+
+    assert gradcheck(layer, inputs)
 
 
 def test_one_node_layer_runs_in_float32_and_mixed_dtypes():

@@ -10,10 +10,11 @@ order, without contracting a product and a sum into one rounding, so they give
 its bits in float32 and float64 (the LN-LSTM's); other dtypes and CuPy's arrays
 run the spec.
 
-The plain LSTM's step (:func:`lstm_step_forward`) goes further in float32: its
-exponentials and tanh are in the loop too, :mod:`pointwise_cpu`'s vectorized
-``sigmoid32`` and ``tanh32``, so everything after the step's product is one
-call; its values are within a few ulp of the spec's rather than its bits.
+The plain LSTM's step, each sample a column (:func:`lstm_columns_forward`,
+:func:`lstm_columns_backward`), is one loop each way. Its forward goes further
+in float32: the exponentials and tanh are in the loop too, :mod:`pointwise_cpu`'s
+vectorized ``sigmoid32`` and ``tanh32``, so everything after the step's product
+is one call; its values are within a few ulp of the spec's rather than its bits.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from . import lstm_spec
 from .pointwise_cpu import sigmoid32, tanh32
 
 __all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward",
-           "lstm_step_forward", "lstm_step_backward"]
+           "lstm_columns_forward", "lstm_columns_backward"]
 
 _EXACT = dict(cache=True, error_model="numpy")      # no fastmath: the spec's roundings
 _FLOAT32 = dict(cache=True, error_model="numpy", fastmath={"contract"})
@@ -41,7 +42,7 @@ def _compiled(*arrays) -> bool:
 
 # Each inner loop runs j from 0 and writes one array: the forms the compiler turns
 # into SIMD code (a loop from an offset, or one writing two arrays, stays scalar).
-# The backward's rows are functions, so that the plain LSTM's whole step shares them.
+# The backward's rows are functions, which the plain LSTM's step shares.
 
 @njit(**_EXACT)
 def _cell_forward_loop(acts, exp_neg, c_prev, c):
@@ -67,20 +68,16 @@ def _output_backward_row(d_o, grad_cell, grad_h, o, squashed):
 
 
 @njit(inline="always", **_EXACT)
-def _cell_backward_row(d_gates, grad_c_prev, grad_c, acts, c_prev):
-    """One row of the spec's cell backward: dL/dz_i, dL/dz_f, dL/dz_g into the first
-    3H of ``d_gates`` and dL/dc_{t−1}."""
-    one = acts.dtype.type(1)
-    H = c_prev.size
-    i, f, g = acts[:H], acts[H:2 * H], acts[2 * H:3 * H]
-    d_i, d_f, d_g = d_gates[:H], d_gates[H:2 * H], d_gates[2 * H:3 * H]
-    for j in range(H):
+def _cell_backward_row(d_i, d_f, d_g, grad_c_prev, grad_c, i, f, g, c_prev):
+    """One row of the spec's cell backward: dL/dz_i, dL/dz_f, dL/dz_g and dL/dc_{t−1}."""
+    one = i.dtype.type(1)
+    for j in range(i.size):
         d_i[j] = grad_c[j] * g[j] * i[j] * (one - i[j])
-    for j in range(H):
+    for j in range(i.size):
         d_f[j] = grad_c[j] * c_prev[j] * f[j] * (one - f[j])
-    for j in range(H):
+    for j in range(i.size):
         d_g[j] = grad_c[j] * i[j] * (one - g[j] * g[j])
-    for j in range(H):
+    for j in range(i.size):
         grad_c_prev[j] = grad_c[j] * f[j]
 
 
@@ -94,56 +91,85 @@ def _output_backward_loop(d_gates, grad_h, acts, squashed, grad_cell):
 
 @njit(**_EXACT)
 def _cell_backward_loop(d_gates, grad_c, acts, c_prev, grad_c_prev):
+    H = c_prev.shape[1]
     for b in range(c_prev.shape[0]):
-        _cell_backward_row(d_gates[b], grad_c_prev[b], grad_c[b], acts[b], c_prev[b])
+        d, a = d_gates[b], acts[b]
+        _cell_backward_row(d[:H], d[H:2 * H], d[2 * H:3 * H], grad_c_prev[b], grad_c[b],
+                           a[:H], a[H:2 * H], a[2 * H:3 * H], c_prev[b])
+
+
+# The plain LSTM's step, each sample a column: a gate is H rows of B, and the
+# forward runs over each gate's block of H·B values at once.
+
+@njit(**_FLOAT32)
+def _columns_forward_loop32(z, c_prev, acts, c, squashed, states, t):
+    n = c.size                                                  # H·B
+    z, acts, c_prev, c, squashed = z.ravel(), acts.ravel(), c_prev.ravel(), c.ravel(), \
+        squashed.ravel()
+    for k in range(2 * n):                                      # i, f
+        acts[k] = sigmoid32(z[k])
+    for k in range(n):                                          # g
+        acts[2 * n + k] = tanh32(z[2 * n + k])
+    for k in range(n):                                          # o
+        acts[3 * n + k] = sigmoid32(z[3 * n + k])
+    for k in range(n):
+        c[k] = acts[n + k] * c_prev[k] + acts[k] * acts[2 * n + k]
+    for k in range(n):
+        squashed[k] = tanh32(c[k])
+    batch = states.shape[2]
+    for j in range(states.shape[0]):
+        for b in range(batch):
+            states[j, t, b] = acts[3 * n + j * batch + b] * squashed[j * batch + b]
 
 
 @njit(**_EXACT)
-def _step_backward_loop(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev,
-                        grad_c_prev):
-    batch, H = c_prev.shape
-    grad_h_total, grad_c_total = np.empty(H, acts.dtype), np.empty(H, acts.dtype)
+def _columns_backward_loop(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev,
+                           grad_c_prev):
+    H, batch = c_prev.shape
+    grad_h_total = np.empty((H, batch), acts.dtype)     # dL/dh_t: from step t + 1 and out
     for b in range(batch):
-        out = np.ascontiguousarray(grad_out[b])  # a row of (T, B, H) transposed: one block
+        out = np.ascontiguousarray(grad_out[b])     # read along its rows, written across
         for j in range(H):
-            grad_h_total[j] = grad_h[b, j] + out[j]
-        _output_backward_row(d_gates[b, 3 * H:], grad_c_total, grad_h_total,
-                             acts[b, 3 * H:], squashed[b])
-        for j in range(H):                       # dL/dc_t: from step t + 1 and from h_t
-            grad_c_total[j] = grad_c[b, j] + grad_c_total[j]
-        _cell_backward_row(d_gates[b], grad_c_prev[b], grad_c_total, acts[b], c_prev[b])
+            grad_h_total[j, b] = grad_h[j, b] + out[j]
+    grad_c_total = np.empty(batch, acts.dtype)
+    for j in range(H):
+        _output_backward_row(d_gates[3 * H + j, t], grad_c_total, grad_h_total[j],
+                             acts[3 * H + j], squashed[j])
+        for b in range(batch):                  # dL/dc_t: from step t + 1 and from h_t
+            grad_c_total[b] = grad_c[j, b] + grad_c_total[b]
+        _cell_backward_row(d_gates[j, t], d_gates[H + j, t], d_gates[2 * H + j, t],
+                           grad_c_prev[j], grad_c_total, acts[j], acts[H + j],
+                           acts[2 * H + j], c_prev[j])
 
 
-@njit(**_FLOAT32)
-def _step_forward_loop32(x_gates, recurrent, c_prev, acts, c, squashed, h):
-    batch, H = c.shape
-    for b in range(batch):
-        x = np.ascontiguousarray(x_gates[b])     # a row of (T, B, 4H) transposed: one block
-        z = recurrent[b]
-        for j in range(2 * H):                                  # i, f
-            acts[b, j] = sigmoid32(x[j] + z[j])
-        for j in range(H):                                      # g
-            acts[b, 2 * H + j] = tanh32(x[2 * H + j] + z[2 * H + j])
-        for j in range(H):                                      # o
-            acts[b, 3 * H + j] = sigmoid32(x[3 * H + j] + z[3 * H + j])
-        for j in range(H):
-            c[b, j] = acts[b, H + j] * c_prev[b, j] + acts[b, j] * acts[b, 2 * H + j]
-        for j in range(H):
-            squashed[b, j] = tanh32(c[b, j])
-        for j in range(H):
-            h[b, j] = acts[b, 3 * H + j] * squashed[b, j]
+def lstm_columns_forward(z, c_prev, acts, c, squashed, states, t):
+    """The spec's plain-LSTM step, in float32 (C-ordered arrays) as one loop whose σ
+    and tanh are :mod:`pointwise_cpu`'s vectorized ones (within 2 ulp of NumPy's, as
+    ``torch.sigmoid`` on tinynet's float32 is); other dtypes run the spec, whose
+    float64 the comparisons with PyTorch rely on."""
+    arrays = (z, c_prev, acts, c, squashed, states)
+    if not (_compiled(*arrays) and z.dtype == np.float32 and _c_ordered(arrays)):
+        return lstm_spec.lstm_columns_forward(z, c_prev, acts, c, squashed, states, t)
+    _columns_forward_loop32(z, c_prev, acts, c, squashed, states, t)
 
 
-def lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h):
-    """The spec's plain-LSTM step, in float32 (C-ordered, but for ``x_gates``) as one
-    loop whose σ and tanh are :mod:`pointwise_cpu`'s vectorized ones (within 2 ulp of
-    NumPy's, as ``torch.sigmoid`` on tinynet's float32 is); other dtypes run the spec,
-    whose float64 bits the comparisons with PyTorch rely on."""
-    arrays = (recurrent, c_prev, acts, c, squashed, h)
-    if not (_compiled(x_gates, *arrays) and acts.dtype == np.float32
-            and all(a.flags.c_contiguous for a in arrays)):
-        return lstm_spec.lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h)
-    _step_forward_loop32(x_gates, recurrent, c_prev, acts, c, squashed, h)
+def lstm_columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev):
+    """The spec's plain-LSTM step backward, in one compiled loop (its bits)."""
+    arrays = (d_gates, grad_h, grad_c, acts, squashed, c_prev)
+    if not (_compiled(grad_out, *arrays) and _c_ordered(arrays)):
+        return lstm_spec.lstm_columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts,
+                                               squashed, c_prev)
+    grad_c_prev = np.empty(c_prev.shape, c_prev.dtype)
+    _columns_backward_loop(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev,
+                           grad_c_prev)
+    return grad_c_prev
+
+
+def _c_ordered(arrays) -> bool:
+    for a in arrays:             # a loop, not all(...): every step asks
+        if not a.flags.c_contiguous:
+            return False
+    return True
 
 
 def lstm_cell_forward(acts, exp_neg, c_prev, c):
@@ -163,16 +189,6 @@ def lstm_cell_backward(d_gates, grad_c, acts, c_prev):
     """The spec's cell backward, in one compiled loop."""
     return _backward(_cell_backward_loop, lstm_spec.lstm_cell_backward,
                      d_gates, grad_c, acts, c_prev)
-
-
-def lstm_step_backward(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev):
-    """The spec's plain-LSTM step backward, in one compiled loop (its bits)."""
-    if not _compiled(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev):
-        return lstm_spec.lstm_step_backward(d_gates, grad_h, grad_out, grad_c, acts,
-                                            squashed, c_prev)
-    grad_c_prev = np.empty(c_prev.shape, c_prev.dtype)
-    _step_backward_loop(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev, grad_c_prev)
-    return grad_c_prev
 
 
 def _backward(loop, spec, d_gates, grad, acts, state):

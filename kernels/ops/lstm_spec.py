@@ -5,22 +5,23 @@ A step's gate pre-activations z = [z_i, z_f, z_g, z_o] (B, 4H) give::
     i, f, o = σ(z_i), σ(z_f), σ(z_o),   g = tanh(z_g)
     c_t = f ⊙ c_{t−1} + i ⊙ g,          h_t = o ⊙ tanh(c̃_t)
 
-(c̃_t is c_t, or LN(c_t) in the LN-LSTM). A step's activations are kept side by
-side as ``acts`` (B, 4H) = [i, f, g, o], as the gates are laid out. The
-exponentials and tanh are the array library's (NumPy's or CuPy's); these
-kernels are the arithmetic between them, forward (:func:`lstm_cell_forward`)
-and backward (:func:`lstm_output_backward`, :func:`lstm_cell_backward`):
-products, sums and quotients only, so the compiled loops give the same bits.
-The plain LSTM's whole step around its product is one kernel each way
-(:func:`lstm_step_forward`, :func:`lstm_step_backward`): these passes in a row,
-which the LN-LSTM runs one by one with its LayerNorms between.
+(c̃_t is c_t, or LN(c_t) in the LN-LSTM). The LN-LSTM keeps a step's activations
+side by side as ``acts`` (B, 4H) = [i, f, g, o], as the gates are laid out. The
+exponentials and tanh are the array library's (NumPy's or CuPy's); its kernels
+are the arithmetic between them, forward (:func:`lstm_cell_forward`) and
+backward (:func:`lstm_output_backward`, :func:`lstm_cell_backward`): products,
+sums and quotients only, so the compiled loops give the same bits.
+
+The plain LSTM (tinynet/ops/lstm_layer.py) keeps each sample as a column
+instead, ``acts`` (4H, B), and runs its whole step around the product as one
+kernel each way (:func:`lstm_columns_forward`, :func:`lstm_columns_backward`).
 """
 from __future__ import annotations
 
 from tinynet.backend import get_array_module
 
 __all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward",
-           "lstm_step_forward", "lstm_step_backward"]
+           "lstm_columns_forward", "lstm_columns_backward"]
 
 
 def lstm_cell_forward(acts, exp_neg, c_prev, c):
@@ -54,22 +55,35 @@ def lstm_cell_backward(d_gates, grad_c, acts, c_prev):
     return grad_c * f
 
 
-def lstm_step_forward(x_gates, recurrent, c_prev, acts, c, squashed, h):
-    """A plain LSTM's step from its recurrent product: from z = ``x_gates`` +
-    ``recurrent``, i, f, g, o into ``acts``, c_t into ``c``, tanh c_t into
-    ``squashed`` and h_t = o ⊙ tanh c_t into ``h``."""
-    xp = get_array_module(c)
-    H = c.shape[1]
-    z = x_gates + recurrent
-    xp.tanh(z[:, 2 * H:3 * H], out=acts[:, 2 * H:3 * H])
-    lstm_cell_forward(acts, xp.exp(-z), c_prev, c)
+
+def lstm_columns_forward(z, c_prev, acts, c, squashed, states, t):
+    """A plain LSTM's step with each sample a column: from the gate pre-activations
+    ``z`` (4H, B), i, f, g, o into ``acts`` (4H, B), c_t into ``c`` and tanh c_t into
+    ``squashed`` (H, B), and h_t = o ⊙ tanh c_t into ``states[:, t]`` (``states``:
+    (H, T + 1, B))."""
+    xp = get_array_module(z)
+    H = c.shape[0]
+    acts[:2 * H] = 1 / (1 + xp.exp(-z[:2 * H]))
+    acts[2 * H:3 * H] = xp.tanh(z[2 * H:3 * H])
+    acts[3 * H:] = 1 / (1 + xp.exp(-z[3 * H:]))
+    i, f, g, o = acts[:H], acts[H:2 * H], acts[2 * H:3 * H], acts[3 * H:]
+    xp.add(f * c_prev, i * g, out=c)
     xp.tanh(c, out=squashed)
-    xp.multiply(acts[:, 3 * H:], squashed, out=h)
+    states[:, t] = o * squashed
 
 
-def lstm_step_backward(d_gates, grad_h, grad_out, grad_c, acts, squashed, c_prev):
-    """A plain LSTM's step backward: dL/dz into ``d_gates`` from the gradients that
-    reach h_t (``grad_h`` from step t + 1, ``grad_out`` from the layer's output) and
-    c_t (``grad_c``, from step t + 1); return dL/dc_{t−1}."""
-    grad_cell = lstm_output_backward(d_gates, grad_h + grad_out, acts, squashed)
-    return lstm_cell_backward(d_gates, grad_c + grad_cell, acts, c_prev)
+def lstm_columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev):
+    """That step's backward: dL/dz into ``d_gates[:, t]`` (``d_gates``: (4H, T, B))
+    from the gradients that reach h_t, ``grad_h`` (H, B) from step t + 1 and
+    ``grad_out`` (B, H) from the layer's output, and c_t, ``grad_c`` (H, B); return
+    dL/dc_{t−1} (H, B). The formulas of :func:`lstm_output_backward` and
+    :func:`lstm_cell_backward`, in their order."""
+    H = c_prev.shape[0]
+    i, f, g, o = acts[:H], acts[H:2 * H], acts[2 * H:3 * H], acts[3 * H:]
+    grad_h = grad_h + grad_out.T
+    d_gates[3 * H:, t] = grad_h * squashed * o * (1 - o)
+    grad_c = grad_c + grad_h * o * (1 - squashed * squashed)
+    d_gates[:H, t] = grad_c * g * i * (1 - i)
+    d_gates[H:2 * H, t] = grad_c * c_prev * f * (1 - f)
+    d_gates[2 * H:3 * H, t] = grad_c * i * (1 - g * g)
+    return grad_c * f

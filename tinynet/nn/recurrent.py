@@ -36,6 +36,7 @@ import warnings
 from .. import creation
 from ..hyperparameters import check_count, check_real
 from ..ops import stack
+from ..ops.lstm_layer import LSTMLayer
 from ..ops.recurrent import LSTMCellUpdate, LSTMOutput, LSTMSequence
 from . import functional as F
 from . import init
@@ -43,7 +44,7 @@ from .module import Module, Parameter
 from .normalization import LayerNorm, StepwiseBatchNorm
 
 __all__ = ["LSTMCell", "LSTM", "GateNorms", "lstm_cell", "input_gates", "recurrent_step",
-           "lstm_sequence", "check_dropout"]
+           "lstm_sequence", "lstm_layer", "check_dropout"]
 
 NORMS = (None, "layer", "batch")
 
@@ -101,14 +102,19 @@ def recurrent_step(x_gates, h, c, weight_hh, norms=None, step=0):
     return LSTMOutput.apply(gates, c_read), c
 
 
-def lstm_sequence(x_gates, h, c, weight_hh, norms=None):
-    """Every step of a plain or LN-LSTM layer from the input's part of the gates
-    (T, B, 4H) as one node (``tinynet.ops.recurrent.LSTMSequence``); returns
-    (h_1..h_T as (T, B, H), c_T). The same steps as :func:`recurrent_step`."""
-    if norms is None:
-        return LSTMSequence.apply(x_gates, h, c, weight_hh, None, None, None, None, None)
+def lstm_sequence(x_gates, h, c, weight_hh, norms):
+    """Every step of an LN-LSTM layer from the input's part of the gates (T, B, 4H)
+    as one node (``tinynet.ops.recurrent.LSTMSequence``); returns (h_1..h_T as
+    (T, B, H), c_T). The same steps as :func:`recurrent_step`."""
     return LSTMSequence.apply(x_gates, h, c, weight_hh, norms.hh.weight, norms.hh.bias,
                               norms.cell.weight, norms.cell.bias, (norms.hh.eps, norms.cell.eps))
+
+
+def lstm_layer(x, h, c, weight_ih, weight_hh, bias_ih=None, bias_hh=None):
+    """Every step of a plain LSTM layer over ``x`` (T, B, I) as one node
+    (``tinynet.ops.lstm_layer.LSTMLayer``); returns (h_1..h_T as (T, B, H), c_T).
+    The same steps as :func:`lstm_cell`."""
+    return LSTMLayer.apply(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh)
 
 
 def lstm_cell(x, h, c, weight_ih, weight_hh, bias=None, norms=None, step=0):
@@ -263,9 +269,14 @@ class LSTM(Module):
             weight_ih, weight_hh, bias_ih, bias_hh = (
                 getattr(self, f"{name}_l{layer}")
                 for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
-            bias = _combined_bias(bias_ih, bias_hh)
             norms = getattr(self, f"norms_l{layer}")
-            if norms is not None and norms.stepwise:      # per-step batch statistics
+            if norms is None:            # one node: a product over [x_t; h_{t-1}; 1] a step
+                outputs, c = lstm_layer(sequence.transpose(0, time_axis), h, c, weight_ih,
+                                        weight_hh, bias_ih, bias_hh)
+                h = outputs[-1]
+                sequence = outputs.transpose(0, time_axis)
+            elif norms.stepwise:         # per-step batch statistics
+                bias = _combined_bias(bias_ih, bias_hh)
                 steps = [input_gates(x_t, weight_ih, bias, norms, t)
                          for t, x_t in enumerate(sequence.unbind(time_axis))]
                 outputs = []
@@ -274,7 +285,8 @@ class LSTM(Module):
                     outputs.append(h)
                 sequence = stack(outputs, dim=time_axis)
             else:            # all input products at once, then every step in one node
-                x_gates = input_gates(sequence, weight_ih, bias, norms)
+                x_gates = input_gates(sequence, weight_ih, _combined_bias(bias_ih, bias_hh),
+                                      norms)
                 outputs, c = lstm_sequence(x_gates.transpose(0, time_axis), h, c, weight_hh,
                                            norms)
                 h = outputs[-1]

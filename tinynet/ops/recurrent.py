@@ -10,15 +10,14 @@ with chunk/sigmoid/tanh/mul is ``tests/composite.py: composite_lstm_cell``;
 the tests check that both agree. Fusing saves about a dozen graph nodes per
 time step, which is most of an LSTM step's cost at small sizes.
 
-:class:`LSTMSequence` goes further: every step of a layer in one node, the
-recurrent product and (for the LN-LSTM) both of its per-step LayerNorms
-included, with backpropagation through time written out. Its backward sums
-the recurrent weight's gradient over all steps in one product,
-dU = Σ_t da_tᵀ h_{t-1} for a_t = U h_{t-1}, instead of one small product per step.
-A step's arithmetic between its products, exponentials and tanh is the device's
-``lstm_*`` kernels (kernels/ops/lstm_spec.py), one compiled loop each on the CPU;
-the plain LSTM's forward step after its product is one kernel, exponentials and
-tanh included (``lstm_step_forward``).
+:class:`LSTMSequence` goes further for the LN-LSTM: every step of a layer in
+one node, the recurrent product and both of its per-step LayerNorms included,
+with backpropagation through time written out. Its backward sums the recurrent
+weight's gradient over all steps in one product, dU = Σ_t da_tᵀ h_{t-1} for
+a_t = U h_{t-1}, instead of one small product per step. A step's arithmetic
+between its products, exponentials and tanh is the device's ``lstm_*`` kernels
+(kernels/ops/lstm_spec.py), one compiled loop each on the CPU. The plain LSTM's
+layer is one node of its own, with one product a step (tinynet/ops/lstm_layer.py).
 """
 from __future__ import annotations
 
@@ -66,19 +65,19 @@ class LSTMOutput(Function):
 
 @no_fp_warnings                     # e^−z overflows to inf for z < −88.7 (float32): σ = 0
 class LSTMSequence(Function):
-    """One LSTM layer over a whole sequence: returns (h_1..h_T, c_T).
+    """One LN-LSTM layer over a whole sequence: returns (h_1..h_T, c_T).
 
     Inputs: ``x_gates`` (T, B, 4H), the input's part of every step's gates
-    (W x_t + b, or LN(W x_t) + b); the initial state ``h0``, ``c0`` (B, H); the
-    recurrent weight U (4H, H); and for the LN-LSTM the gain and bias (or None)
-    of LN(U h) and of LN(c), with their ``eps`` as a pair (None: no LayerNorm,
-    the plain LSTM). Each step is
+    (LN(W x_t) + b); the initial state ``h0``, ``c0`` (B, H); the recurrent
+    weight U (4H, H); the gain and bias (or None) of LN(U h) and of LN(c), with
+    their ``eps`` as a pair. Each step is
     :func:`tinynet.nn.recurrent.recurrent_step`'s::
 
-        z_t = x_gates_t + N(U h_{t-1}),   c_t, h_t from z_t as above,
+        z_t = x_gates_t + LN(U h_{t-1}),   c_t, h_t from z_t as above
 
-    N being LN (paper, Sec. 3.1) or nothing. The LayerNorms run through the
-    device's kernel table, as :class:`~tinynet.ops.normalization.LayerNormFunction`.
+    (paper, Sec. 3.1). The LayerNorms run through the device's kernel table, as
+    :class:`~tinynet.ops.normalization.LayerNormFunction`. The plain LSTM's layer
+    is :class:`~tinynet.ops.lstm_layer.LSTMLayer`.
     """
 
     @staticmethod
@@ -92,7 +91,6 @@ class LSTMSequence(Function):
             None if a is None else a.astype(dtype, copy=False)
             for a in (x_gates, weight_hh, hh_gain, hh_bias, cell_gain, cell_bias))
         steps, (batch, H) = x_gates.shape[0], h0.shape
-        layer_norm = eps is not None
         hs = xp.empty((steps + 1, batch, H), x_gates.dtype)     # h_0 .. h_T
         cs = xp.empty((steps + 1, batch, H), x_gates.dtype)     # c_0 .. c_T
         acts = xp.empty((steps, batch, 4 * H), x_gates.dtype)   # i, f, g, o of each step
@@ -100,15 +98,11 @@ class LSTMSequence(Function):
         gates = xp.empty((batch, 4 * H), x_gates.dtype)         # z_t
         exp_neg = xp.empty_like(gates)                          # e^−z_t, for σ
         hs[0], cs[0] = h0, c0
-        norm_stats = []                      # per step, for the LN-LSTM's backward
+        norm_stats = []                      # per step, for the backward
         # Uᵀ (H, 4H) copied once: BLAS runs h Uᵀ faster from it, with the same sums
         weight_t = xp.ascontiguousarray(weight_hh.T)
         for t in range(steps):
             recurrent = hs[t] @ weight_t
-            if not layer_norm:       # the rest of the step in one kernel
-                kernels.lstm_step_forward(x_gates[t], recurrent, cs[t], acts[t], cs[t + 1],
-                                          squashed[t], hs[t + 1])
-                continue
             normalized, *hh_stats = kernels.layer_norm_forward(recurrent, hh_gain, hh_bias,
                                                                eps[0])
             xp.add(x_gates[t], normalized, out=gates)
@@ -129,21 +123,15 @@ class LSTMSequence(Function):
         hs, cs, acts, squashed, weight_hh, hh_gain, cell_gain = ctx.saved
         xp = get_array_module(hs)
         kernels = kernels_for(hs)
-        layer_norm = bool(ctx.norm_stats)
         steps, batch, H = squashed.shape
         d_gates = xp.empty((steps, batch, 4 * H), hs.dtype)     # dL/dz_t
-        d_recurrent = xp.empty_like(d_gates) if layer_norm else d_gates
+        d_recurrent = xp.empty_like(d_gates)                    # dL/d(U h_{t-1})
         grad_h = xp.zeros((batch, H), hs.dtype)
         grad_c = xp.zeros((batch, H), hs.dtype) if grad_c_last is None else grad_c_last
         norm_grads = [None, None, None, None]   # d hh_gain, d hh_bias, d cell_gain, d cell_bias
         if grad_hs is None:                  # only c_T was used
             grad_hs = xp.zeros_like(squashed)
         for t in reversed(range(steps)):
-            if not layer_norm:       # the step around its product in one kernel
-                grad_c = kernels.lstm_step_backward(d_gates[t], grad_h, grad_hs[t], grad_c,
-                                                    acts[t], squashed[t], cs[t])
-                grad_h = d_gates[t] @ weight_hh
-                continue
             grad_cell = kernels.lstm_output_backward(d_gates[t], grad_h + grad_hs[t], acts[t],
                                                      squashed[t])
             recurrent, hh_stats, cell_stats = ctx.norm_stats[t]
