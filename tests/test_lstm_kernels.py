@@ -138,3 +138,26 @@ def test_the_plain_step_backward_is_the_specs_bit_for_bit(dtype, layout):
     cell = lstm_spec.lstm_output_backward(d_rows, grad_h.T + grad_out, acts.T, squashed.T)
     c_rows = lstm_spec.lstm_cell_backward(d_rows, grad_c.T + cell, acts.T, c_prev.T)
     assert np.array_equal(c_rows, ours.T) and np.array_equal(d_rows, d_ours[:, 1].T)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_plain_steps_shared_loops_give_the_serial_ones_bits(dtype):
+    rng = np.random.default_rng(7)
+    hidden, batch = 32, 48
+    assert 4 * hidden * batch >= lstm_cpu.SHARED_MIN_VALUES
+    acts = rng.random((4 * hidden, batch)).astype(dtype)
+    grad_h, grad_c, squashed, c_prev = (rng.standard_normal((hidden, batch)).astype(dtype)
+                                        for _ in range(4))
+    grad_out = rng.standard_normal((batch, T, hidden)).astype(dtype)[:, 1]
+    results = []
+    for loop in (lstm_cpu._columns_backward_loop, lstm_cpu._columns_backward_shared):
+        d_gates, grad_c_prev = np.zeros((4 * hidden, T, batch), dtype), np.empty_like(c_prev)
+        loop(d_gates, 1, grad_h, grad_out, grad_c, acts, squashed, c_prev, grad_c_prev)
+        results.append((d_gates, grad_c_prev))
+    if dtype == np.float32:
+        z, c_prev, states = _column_step(rng, dtype, batch, hidden)
+        for loop in (lstm_cpu._columns_forward_loop32, lstm_cpu._columns_forward_shared32):
+            results.append(_run_columns(loop, z, c_prev, states))
+    for ours, theirs in zip(results[0::2], results[1::2], strict=True):
+        for a, b in zip(ours, theirs, strict=True):
+            assert np.array_equal(a, b, equal_nan=True)

@@ -19,7 +19,7 @@ is one call; its values are within a few ulp of the spec's rather than its bits.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .._common import FLOAT_DTYPES
 from . import lstm_spec
@@ -98,41 +98,39 @@ def _cell_backward_loop(d_gates, grad_c, acts, c_prev, grad_c_prev):
                            a[:H], a[H:2 * H], a[2 * H:3 * H], c_prev[b])
 
 
-# The plain LSTM's step, each sample a column: a gate is H rows of B, and the
-# forward runs over each gate's block of H·B values at once.
+# The plain LSTM's step, each sample a column: a gate is H rows of B. The rows
+# are independent, so each loop runs over them with ``prange``, compiled twice:
+# serial, and with the rows shared out over the threads (the same values either way).
 
-@njit(**_FLOAT32)
-def _columns_forward_loop32(z, c_prev, acts, c, squashed, states, t):
-    n = c.size                                                  # H·B
-    z, acts, c_prev, c, squashed = z.ravel(), acts.ravel(), c_prev.ravel(), c.ravel(), \
-        squashed.ravel()
-    for k in range(2 * n):                                      # i, f
-        acts[k] = sigmoid32(z[k])
-    for k in range(n):                                          # g
-        acts[2 * n + k] = tanh32(z[2 * n + k])
-    for k in range(n):                                          # o
-        acts[3 * n + k] = sigmoid32(z[3 * n + k])
-    for k in range(n):
-        c[k] = acts[n + k] * c_prev[k] + acts[k] * acts[2 * n + k]
-    for k in range(n):
-        squashed[k] = tanh32(c[k])
-    batch = states.shape[2]
-    for j in range(states.shape[0]):
+def _columns_forward32(z, c_prev, acts, c, squashed, states, t):
+    H, batch = c.shape
+    for j in prange(H):
+        for b in range(batch):                                  # i, f
+            acts[j, b] = sigmoid32(z[j, b])
         for b in range(batch):
-            states[j, t, b] = acts[3 * n + j * batch + b] * squashed[j * batch + b]
+            acts[H + j, b] = sigmoid32(z[H + j, b])
+        for b in range(batch):                                  # g
+            acts[2 * H + j, b] = tanh32(z[2 * H + j, b])
+        for b in range(batch):                                  # o
+            acts[3 * H + j, b] = sigmoid32(z[3 * H + j, b])
+        for b in range(batch):
+            c[j, b] = acts[H + j, b] * c_prev[j, b] + acts[j, b] * acts[2 * H + j, b]
+        for b in range(batch):
+            squashed[j, b] = tanh32(c[j, b])
+        for b in range(batch):
+            states[j, t, b] = acts[3 * H + j, b] * squashed[j, b]
 
 
-@njit(**_EXACT)
-def _columns_backward_loop(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev,
-                           grad_c_prev):
+def _columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev,
+                      grad_c_prev):
     H, batch = c_prev.shape
     grad_h_total = np.empty((H, batch), acts.dtype)     # dL/dh_t: from step t + 1 and out
     for b in range(batch):
         out = np.ascontiguousarray(grad_out[b])     # read along its rows, written across
         for j in range(H):
             grad_h_total[j, b] = grad_h[j, b] + out[j]
-    grad_c_total = np.empty(batch, acts.dtype)
-    for j in range(H):
+    for j in prange(H):
+        grad_c_total = np.empty(batch, acts.dtype)
         _output_backward_row(d_gates[3 * H + j, t], grad_c_total, grad_h_total[j],
                              acts[3 * H + j], squashed[j])
         for b in range(batch):                  # dL/dc_t: from step t + 1 and from h_t
@@ -142,26 +140,42 @@ def _columns_backward_loop(d_gates, t, grad_h, grad_out, grad_c, acts, squashed,
                            acts[2 * H + j], c_prev[j])
 
 
+_columns_forward_loop32 = njit(**_FLOAT32)(_columns_forward32)
+_columns_forward_shared32 = njit(parallel=True, **_FLOAT32)(_columns_forward32)
+_columns_backward_loop = njit(**_EXACT)(_columns_backward)
+_columns_backward_shared = njit(parallel=True, **_EXACT)(_columns_backward)
+
+SHARED_MIN_VALUES = 1 << 12
+"""A step's 4H·B gate values from which its loops share the rows out over the
+threads: the LSTM's step does an exponential or two per value, so a smaller
+step than the elementwise kernels' ``PARALLEL_MIN_ELEMENTS`` pays for the hand-off."""
+
+
 def lstm_columns_forward(z, c_prev, acts, c, squashed, states, t):
-    """The spec's plain-LSTM step, in float32 (C-ordered arrays) as one loop whose σ
-    and tanh are :mod:`pointwise_cpu`'s vectorized ones (within 2 ulp of NumPy's, as
+    """The spec's plain-LSTM step, in float32 (C-ordered arrays) as one loop (over
+    the threads from :data:`SHARED_MIN_VALUES`) whose σ and tanh are
+    :mod:`pointwise_cpu`'s vectorized ones (within 2 ulp of NumPy's, as
     ``torch.sigmoid`` on tinynet's float32 is); other dtypes run the spec, whose
     float64 the comparisons with PyTorch rely on."""
     arrays = (z, c_prev, acts, c, squashed, states)
     if not (_compiled(*arrays) and z.dtype == np.float32 and _c_ordered(arrays)):
         return lstm_spec.lstm_columns_forward(z, c_prev, acts, c, squashed, states, t)
-    _columns_forward_loop32(z, c_prev, acts, c, squashed, states, t)
+    loop = (_columns_forward_shared32 if z.size >= SHARED_MIN_VALUES
+            else _columns_forward_loop32)
+    loop(z, c_prev, acts, c, squashed, states, t)
 
 
 def lstm_columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev):
-    """The spec's plain-LSTM step backward, in one compiled loop (its bits)."""
+    """The spec's plain-LSTM step backward, in one compiled loop (its bits; over the
+    threads from :data:`SHARED_MIN_VALUES`)."""
     arrays = (d_gates, grad_h, grad_c, acts, squashed, c_prev)
     if not (_compiled(grad_out, *arrays) and _c_ordered(arrays)):
         return lstm_spec.lstm_columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts,
                                                squashed, c_prev)
     grad_c_prev = np.empty(c_prev.shape, c_prev.dtype)
-    _columns_backward_loop(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev,
-                           grad_c_prev)
+    loop = (_columns_backward_shared if acts.size >= SHARED_MIN_VALUES
+            else _columns_backward_loop)
+    loop(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev, grad_c_prev)
     return grad_c_prev
 
 
