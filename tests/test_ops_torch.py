@@ -65,7 +65,7 @@ def test_linear_matches_torch():
 @pytest.mark.parametrize("permute", [(1, 0, 2), (2, 0, 1, 3), (0, 1, 2)])
 @pytest.mark.parametrize("widths", [(3, 8), (8, 3)])          # (in, out)
 def test_linear_backward_from_a_gradient_stored_in_another_order(permute, widths):
-    """The gradient reaching a Linear laid out with its leading axes permuted (an LSTM
+    """The gradient reaching a Linear laid out with its leading axes permuted (an RNN
     hands its batch-first input's gates back time-major) gives PyTorch's gradients."""
     rng = np.random.default_rng(1)
     shape = (4, 5, 2)[:len(permute) - 1] + (widths[0],)

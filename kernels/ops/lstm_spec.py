@@ -55,7 +55,6 @@ def lstm_cell_backward(d_gates, grad_c, acts, c_prev):
     return grad_c * f
 
 
-
 def lstm_columns_forward(z, c_prev, acts, c, squashed, states, t):
     """A plain LSTM's step with each sample a column: from the gate pre-activations
     ``z`` (4H, B), i, f, g, o into ``acts`` (4H, B), c_t into ``c`` and tanh c_t into

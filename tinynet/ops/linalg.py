@@ -103,8 +103,8 @@ class Linear(Function):
 
 def _leading_axes_as_stored(grad, x):
     """``(grad, x, order)``, where ``grad``'s rows lie in memory in another order of its
-    leading axes than its shape's and it is the wider of the two (an LSTM's gates come
-    back time-major for a batch-first input): both with their leading axes in that
+    leading axes than its shape's and it is the wider of the two (an RNN's input gates
+    come back time-major for a batch-first input): both with their leading axes in that
     order, so that ``grad`` reshapes to rows without a copy and ``x``, the narrower,
     is copied instead; ``order`` puts a gradient of x back. Otherwise ``order`` is None."""
     if grad.ndim < 3 or grad.flags.c_contiguous or grad.shape[-1] <= x.shape[-1]:

@@ -86,4 +86,4 @@ class LSTMLayer(Function):
         grad_bias = grad_weight[:, D + H] if ctx.has_bias else None
         return (grad_x, grad_h.T, grad_c.T, xp.ascontiguousarray(grad_weight[:, :D]),
                 xp.ascontiguousarray(grad_weight[:, D:D + H]), grad_bias,
-                None if grad_bias is None else grad_bias.copy())
+                None if grad_bias is None else grad_bias.copy())   # each bias its own array
