@@ -188,7 +188,10 @@ def _pointwise(loop, fallback):
         if order is None:
             return fallback(*arrays)
         out = np.empty_like(arrays[0])          # in the inputs' order
-        loop(*(a.reshape(-1, order=order) for a in arrays), out.reshape(-1, order=order))
+        flat = []
+        for a in arrays:        # a loop, not a comprehension: every call runs it
+            flat.append(a.ravel(order))         # views: each is contiguous in that order
+        loop(*flat, out.ravel(order))
         return out
     kernel.__name__ = fallback.__name__
     kernel.__doc__ = fallback.__doc__
@@ -213,5 +216,5 @@ def silu_forward(x):
     if order is None:
         return pointwise_spec.silu_forward(x)
     y, s = np.empty_like(x), np.empty_like(x)
-    _silu_loop(*(a.reshape(-1, order=order) for a in (x, y, s)))
+    _silu_loop(x.ravel(order), y.ravel(order), s.ravel(order))
     return y, s
