@@ -111,7 +111,7 @@ def lstm_sequence(x_gates, h, c, weight_hh, norms):
 
 
 def lstm_layer(x, h, c, weight_ih, weight_hh, bias_ih=None, bias_hh=None):
-    """Every step of a plain LSTM layer over ``x`` (T, B, I) as one node
+    """Every step of a plain LSTM layer over ``x`` (T, B, D) as one node
     (``tinynet.ops.lstm_layer.LSTMLayer``); returns (h_1..h_T as (T, B, H), c_T).
     The same steps as :func:`lstm_cell`."""
     return LSTMLayer.apply(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh)
