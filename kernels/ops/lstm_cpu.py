@@ -23,7 +23,7 @@ from numba import njit, prange
 
 from .._common import FLOAT_DTYPES
 from . import lstm_spec
-from .pointwise_cpu import sigmoid32, tanh32
+from .pointwise_cpu import all_flagged, sigmoid32, tanh32
 
 __all__ = ["lstm_cell_forward", "lstm_output_backward", "lstm_cell_backward",
            "lstm_columns_forward", "lstm_columns_backward"]
@@ -35,9 +35,13 @@ _FLOAT32 = dict(cache=True, error_model="numpy", fastmath={"contract"})
 def _compiled(*arrays) -> bool:
     """NumPy arrays of one float dtype (the loops are fastest where they are
     C-ordered, as the LSTM layer's are; others work too)."""
-    first = arrays[0]
-    return first.dtype in FLOAT_DTYPES and all(
-        type(a) is np.ndarray and a.dtype == first.dtype for a in arrays)
+    dtype = arrays[0].dtype
+    if dtype not in FLOAT_DTYPES:
+        return False
+    for a in arrays:             # a loop, not all(...): every step asks
+        if type(a) is not np.ndarray or a.dtype != dtype:
+            return False
+    return True
 
 
 # Each inner loop runs j from 0 and writes one array: the forms the compiler turns
@@ -158,7 +162,8 @@ def lstm_columns_forward(z, c_prev, acts, c, squashed, states, t):
     ``torch.sigmoid`` on tinynet's float32 is); other dtypes run the spec, whose
     float64 the comparisons with PyTorch rely on."""
     arrays = (z, c_prev, acts, c, squashed, states)
-    if not (_compiled(*arrays) and z.dtype == np.float32 and _c_ordered(arrays)):
+    if not (_compiled(*arrays) and z.dtype == np.float32
+            and all_flagged(arrays, "C_CONTIGUOUS")):
         return lstm_spec.lstm_columns_forward(z, c_prev, acts, c, squashed, states, t)
     loop = (_columns_forward_shared32 if z.size >= SHARED_MIN_VALUES
             else _columns_forward_loop32)
@@ -169,7 +174,7 @@ def lstm_columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, 
     """The spec's plain-LSTM step backward, in one compiled loop (its bits; over the
     threads from :data:`SHARED_MIN_VALUES`)."""
     arrays = (d_gates, grad_h, grad_c, acts, squashed, c_prev)
-    if not (_compiled(grad_out, *arrays) and _c_ordered(arrays)):
+    if not (_compiled(grad_out, *arrays) and all_flagged(arrays, "C_CONTIGUOUS")):
         return lstm_spec.lstm_columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts,
                                                squashed, c_prev)
     grad_c_prev = np.empty(c_prev.shape, c_prev.dtype)
@@ -177,13 +182,6 @@ def lstm_columns_backward(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, 
             else _columns_backward_loop)
     loop(d_gates, t, grad_h, grad_out, grad_c, acts, squashed, c_prev, grad_c_prev)
     return grad_c_prev
-
-
-def _c_ordered(arrays) -> bool:
-    for a in arrays:             # a loop, not all(...): every step asks
-        if not a.flags.c_contiguous:
-            return False
-    return True
 
 
 def lstm_cell_forward(acts, exp_neg, c_prev, c):

@@ -29,7 +29,7 @@ from . import pointwise_spec
 
 __all__ = ["sigmoid_forward", "sigmoid_backward", "silu_forward", "silu_backward",
            "tanh_backward", "relu_forward", "relu_backward", "gelu_tanh_forward",
-           "gelu_tanh_backward", "exp32", "sigmoid32", "tanh32"]
+           "gelu_tanh_backward", "exp32", "sigmoid32", "tanh32", "all_flagged"]
 
 _LOOP = dict(cache=True, error_model="numpy", fastmath={"contract"})
 _F = np.float32
@@ -154,7 +154,7 @@ def _float32_of_one_shape(arrays) -> bool:
 def compiled(*arrays) -> bool:
     """Whether the compiled row loops take these arrays: NumPy, float32, C-ordered,
     one shape."""
-    return _float32_of_one_shape(arrays) and _all_flagged(arrays, "C_CONTIGUOUS")
+    return _float32_of_one_shape(arrays) and all_flagged(arrays, "C_CONTIGUOUS")
 
 
 def in_one_order(arrays):
@@ -168,12 +168,13 @@ def in_one_order(arrays):
         return None, arrays
     first = arrays[0].flags
     order = "F" if first.f_contiguous and not first.c_contiguous else "C"
-    if not _all_flagged(arrays, order + "_CONTIGUOUS"):
+    if not all_flagged(arrays, order + "_CONTIGUOUS"):
         arrays = [np.asarray(a, order=order) for a in arrays]
     return order, arrays
 
 
-def _all_flagged(arrays, flag) -> bool:
+def all_flagged(arrays, flag) -> bool:
+    """Whether every array has the NumPy flag ``flag`` ("C_CONTIGUOUS"...)."""
     for a in arrays:
         if not a.flags[flag]:
             return False
