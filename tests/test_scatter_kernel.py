@@ -48,9 +48,23 @@ def test_add_rows_hands_other_arrays_to_the_reference_and_refuses_a_bad_row():
     empty = np.zeros((2, 3), np.float32)
     scatter_cpu.add_rows(empty, np.zeros(0, np.intp), np.zeros((0, 3), np.float32))
     assert not empty.any()
-    with pytest.raises(IndexError, match=r"rows must be in \[0, 2\)"):
-        scatter_cpu.add_rows(np.zeros((2, 3), np.float32), np.array([0, 2]),
-                             np.ones((2, 3), np.float32))
+    for bad in ([0, 2], [1, -1]):
+        with pytest.raises(IndexError, match=r"rows must be in \[0, 2\)"):
+            scatter_cpu.add_rows(np.zeros((2, 3), np.float32), np.array(bad),
+                                 np.ones((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_add_rows_takes_rows_of_either_integer_width_and_values_of_any_layout(dtype):
+    """The counting sort's rows as int32 or int64; values that are a strided view
+    (the gradient of one of several concatenated embeddings)."""
+    rng = np.random.default_rng(5)
+    rows = rng.integers(0, 6, (4, 9)).astype(dtype)
+    values = rng.standard_normal((36, 24)).astype(np.float32)[:, 5:13]
+    ours, theirs = np.zeros((6, 8), np.float32), np.zeros((6, 8), np.float32)
+    scatter_cpu.add_rows(ours, rows, values)
+    scatter_spec.add_rows(theirs, rows.reshape(-1), values)
+    np.testing.assert_array_equal(ours, theirs)
 
 
 def test_the_embedding_gradient_sums_each_rows_gradients():
