@@ -117,7 +117,7 @@ def test_pad_rejects_a_value_outside_constant_mode():
 
 # --------------------------------------------------------- roll, flip, diagonal
 @pytest.mark.parametrize("shifts,dims", [(1, None), (-7, None), (2, 0), ((1, -2), (0, 2)),
-                                         (5, -1), ((1, 1), (1, 1))], ids=str)
+                                         (5, -1), ((1, 1), (1, 1)), (0, 1), (3, 1)], ids=str)
 def test_roll_matches_torch(shifts, dims):
     assert_matches_torch(lambda lib, x: lib.roll(x, shifts, dims), random(2, 3, 4))
     assert_matches_torch(lambda lib, x: x.roll(shifts, dims), random(2, 3, 4))

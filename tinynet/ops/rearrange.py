@@ -38,19 +38,33 @@ def _axes(dims, ndim, name):
     return axes
 
 
+def rolled(x, shifts, axes):
+    """A new array: ``x`` rolled ``shifts[i]`` places along ``axes[i]`` (as NumPy's
+    ``roll``), each roll the array's last ``shift`` places put before the rest."""
+    xp, moved = get_array_module(x), False
+    for shift, axis in zip(shifts, axes):
+        size = x.shape[axis]
+        shift = shift % size if size else 0
+        if shift:
+            before = (slice(None),) * axis
+            x = xp.concatenate((x[before + (slice(size - shift, None),)],
+                                x[before + (slice(0, size - shift),)]), axis=axis)
+            moved = True
+    return x if moved else x.copy()
+
+
 class Roll(Function):
     backward_reads_inputs = False
 
     @staticmethod
     def forward(ctx, x, shifts, axes):
         ctx.meta = (shifts, axes)
-        return get_array_module(x).roll(x, shifts, axis=axes)
+        return rolled(x, shifts, axes)
 
     @staticmethod
     def backward(ctx, grad):
         shifts, axes = ctx.meta
-        back = tuple(-s for s in shifts)
-        return get_array_module(grad).roll(grad, back, axis=axes), None, None
+        return rolled(grad, tuple(-s for s in shifts), axes), None, None
 
 
 def roll(input, shifts, dims=None):
