@@ -95,6 +95,12 @@ class Function:
     def backward(ctx, grad):
         raise NotImplementedError
 
+    #: Optionally, ``add_backward(ctx, grad, total)``: add the gradient that
+    #: ``backward`` would return for input 0 (the op's only differentiable input)
+    #: into ``total``, an array of that input's shape, in place. The backward pass
+    #: then hands it the gradient summed at that input so far (engine.py).
+    add_backward = None
+
     @classmethod
     def apply(cls, *inputs, **params):
         """Run ``forward`` on the inputs' arrays; record a graph node if needed.
@@ -203,17 +209,6 @@ def node_inputs(node):
     return tensors
 
 
-def _parent_nodes(node):
-    """The nodes that made the node's input tensors (as the node saw them)."""
-    if node.freed:
-        return ()
-    parents = []
-    for x in node_inputs(node):
-        if x._node is not None:
-            parents.append(x._node)
-    return parents
-
-
 def topological_order(root):
     """Nodes reachable from ``root``, each before the nodes it depends on.
 
@@ -225,8 +220,12 @@ def topological_order(root):
     reached = {root}
     stack = [root]
     while stack:
-        for parent in _parent_nodes(stack.pop()):
-            if parent not in reached:
+        node = stack.pop()
+        if node.freed:
+            continue
+        for x in node_inputs(node):
+            parent = x._node
+            if parent is not None and parent not in reached:
                 reached.add(parent)
                 stack.append(parent)
     return sorted(reached, key=_recorded_when, reverse=True)
@@ -253,7 +252,8 @@ def chain_rule(root, grad=None):
         grads_out = [sums.pop((node, i), None) for i in range(node.num_outputs)]
         if all(g is None for g in grads_out):
             continue
-        input_grads = node.fn.backward(node, *grads_out)
+        with _np.errstate(all="ignore"):       # inf - inf = NaN silently, as in PyTorch
+            input_grads = node.fn.backward(node, *grads_out)
         if not isinstance(input_grads, tuple):
             input_grads = (input_grads,)
         for x, g in zip(node.inputs, input_grads, strict=True):

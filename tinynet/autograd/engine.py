@@ -7,7 +7,8 @@
 * frees each node's saved arrays once it has run, unless ``retain_graph``;
 * sums the gradients reaching a node in place, into arrays it allocated, with
   NumPy's floating-point warnings off for the whole walk (inf + -inf is NaN
-  silently, as in PyTorch; hooks run in it too);
+  silently, as in PyTorch; hooks and the ops' backwards run in it too); an op
+  with an ``add_backward`` (slicing) adds its gradient straight into that sum;
 * delivers each leaf's gradient to ``leaf.grad`` as soon as it is complete, not at
   the end, so that data-parallel training can start averaging it across workers
   while the backward goes on (tinynet.distributed).
@@ -54,9 +55,10 @@ def run_backward(root, grad=None, retain_graph=False):
     order = topological_order(root._node)
     token = ignore_fp_errors()
     try:
-        for node, leaves in zip(order, _last_consumers(order), strict=True):
+        completes = _last_consumers(order)
+        for node in order:
             _run_node(node, sums, retain_graph)
-            for leaf in leaves:
+            for leaf in completes.get(node, ()):
                 leaf_grad = sums.take(leaf)
                 if leaf_grad is not None:
                     _deliver(leaf, leaf_grad, stored)
@@ -65,8 +67,8 @@ def run_backward(root, grad=None, retain_graph=False):
 
 
 def _last_consumers(order):
-    """For each node of ``order``, the leaves (that want a gradient) it is the last
-    node to feed: once it has run, their gradients are complete."""
+    """{node: the leaves (that want a gradient) it is the last node of ``order`` to
+    feed}: once it has run, their gradients are complete."""
     last = {}
     for node in order:
         if not node.freed:
@@ -76,7 +78,7 @@ def _last_consumers(order):
     leaves = {}
     for leaf, node in last.items():
         leaves.setdefault(node, []).append(leaf)
-    return [leaves.get(node, ()) for node in order]
+    return leaves
 
 
 def _run_node(node, sums, retain_graph):
@@ -101,7 +103,20 @@ def _run_node(node, sums, retain_graph):
         grads_out = tuple(g if g is None or i not in node.output_hooks
                           else _hooks.run_grad_hooks(node.output_hooks[i], g)
                           for i, g in enumerate(grads_out))
-    input_grads = node.fn.backward(node, *grads_out)
+    if node.fn.add_backward is not None:
+        x = node.inputs[0]
+        if isinstance(x, _tensor.Tensor) and x._requires_grad:
+            x = as_recorded(x, node)
+            total = sums.owned(_sum_key(x), x.array)
+            node.fn.add_backward(node, grads_out[0], total)
+    else:
+        _add_input_grads(node, node.fn.backward(node, *grads_out), sums)
+    if not retain_graph:
+        node.free()
+
+
+def _add_input_grads(node, input_grads, sums):
+    """Add what a node's backward returned into its inputs' sums."""
     if not isinstance(input_grads, tuple):
         input_grads = (input_grads,)
     if len(input_grads) != len(node.inputs):
@@ -114,8 +129,6 @@ def _run_node(node, sums, retain_graph):
             if g.dtype != x.array.dtype:     # a gradient has its tensor's dtype, as in PyTorch
                 g = g.astype(x.array.dtype)
             sums.add(_sum_key(x), g)
-    if not retain_graph:
-        node.free()
 
 
 def _deliver(leaf, grad, stored):
@@ -161,6 +174,20 @@ class _GradientSums:
             total = as_array(previous + grad)
             self._owned.add(id(total))
             self._sums[key] = total
+
+    def owned(self, key, like):
+        """The sum at ``key`` as an array this pass owns, for a backward to add into
+        in place: zeros of ``like``'s shape and dtype if nothing has arrived yet."""
+        total = self._sums.get(key)
+        if total is not None and id(total) in self._owned:
+            return total
+        if total is None:
+            total = _backend.get_array_module(like).zeros(like.shape, like.dtype)
+        else:
+            total = total.copy()
+        self._owned.add(id(total))
+        self._sums[key] = total
+        return total
 
     def take(self, key):
         grad = self._sums.pop(key, None)

@@ -65,9 +65,10 @@ def _factor_grad(grad, other, shape):
 
 
 def no_fp_warnings(cls):
-    """Run a Function's forward and backward with NumPy's floating-point warnings
-    off: log 0 = -inf, 0 / 0 = NaN and inf - inf = NaN come out silently, as in
-    PyTorch."""
+    """Run a Function's forward with NumPy's floating-point warnings off: log 0 =
+    -inf, 0 / 0 = NaN and inf - inf = NaN come out silently, as in PyTorch. (The
+    backward pass runs every backward with them off: engine.run_backward,
+    core.chain_rule.)"""
     def quiet(method):
         @functools.wraps(method)
         def run(*args, **params):
@@ -78,7 +79,7 @@ def no_fp_warnings(cls):
                 restore_fp_errors(token)
         return staticmethod(run)
 
-    cls.forward, cls.backward = quiet(cls.forward), quiet(cls.backward)
+    cls.forward = quiet(cls.forward)
     return cls
 
 

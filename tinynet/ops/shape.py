@@ -149,13 +149,21 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        shape, dtype, index = ctx.meta
+        shape, dtype, _ = ctx.meta
         full = get_array_module(grad).zeros(shape, dtype)
-        if _is_basic_index(index):
-            full[index] = grad
-        else:
-            scatter_add(full, index, grad)
+        GetItem.add_backward(ctx, grad, full)
         return full, None
+
+    @staticmethod
+    def add_backward(ctx, grad, total):
+        """total[index] += grad: the backward added into the gradient summed so far
+        at x, in place, so that many slices of one tensor (``emb[:, t]`` for each t)
+        fill one array instead of a zero-filled array each."""
+        index = ctx.meta[2]
+        if _is_basic_index(index):
+            total[index] += grad
+        else:
+            scatter_add(total, index, grad)
 
 
 def _raw_index(index):
