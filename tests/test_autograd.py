@@ -249,14 +249,15 @@ def test_slices_of_one_tensor_add_their_gradients_into_one_sum():
     top = rng.standard_normal((4, 5))
 
     def loss(x, w):
-        parts = [(x[i] * c).sum() for i, c in zip(indices, weights)]   # recorded first,
-        return sum(parts) + ((x + w) * top).sum()             # so x + w backward runs first
+        # the slices are recorded first, so that x + w's backward runs before theirs
+        parts = [(x[i] * c).sum() for i, c in zip(indices, weights, strict=True)]
+        return sum(parts) + ((x + w) * top).sum()
 
     x = tinynet.tensor(x0, requires_grad=True)
     w = tinynet.tensor(w0, requires_grad=True)
     loss(x, w).backward()
     want = top.copy()
-    for i, c in zip(indices, weights):
+    for i, c in zip(indices, weights, strict=True):
         np.add.at(want, i, c)
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-14, atol=1e-14)
     np.testing.assert_array_equal(w.grad.numpy(), top)

@@ -42,7 +42,7 @@ def rolled(x, shifts, axes):
     """A new array: ``x`` rolled ``shifts[i]`` places along ``axes[i]`` (as NumPy's
     ``roll``), each roll the array's last ``shift`` places put before the rest."""
     xp, moved = get_array_module(x), False
-    for shift, axis in zip(shifts, axes):
+    for shift, axis in zip(shifts, axes, strict=True):
         size = x.shape[axis]
         shift = shift % size if size else 0
         if shift:
